@@ -1,0 +1,32 @@
+"""polyepo: set reinforcement learning and Poly-EPO in JAX."""
+
+import setuptools
+
+setuptools.setup(
+    name="polyepo",
+    version="0.1.0",
+    description=(
+        "Set reinforcement learning and Poly-EPO in JAX, with synthetic reasoning "
+        "domains whose strategy labels are exact."
+    ),
+    python_requires=">=3.10",
+    packages=setuptools.find_packages(include=["polyepo*", "envs*", "experiments*", "configs*"]),
+    install_requires=[
+        "jax>=0.6",
+        "flax>=0.10",
+        "optax>=0.2.4",
+        "chex>=0.1.88",
+        "orbax-checkpoint>=0.11",
+        "ml-collections>=1.0",
+        "tensorflow-datasets>=4.9.8",
+        "array-record>=0.7",
+        "tensorboardX>=2.6",
+        "matplotlib>=3.8",
+        "tqdm>=4.66",
+        "numpy>=1.26",
+    ],
+    extras_require={
+        "test": ["pytest>=8", "pytest-xdist>=3.5", "hypothesis>=6.100"],
+        "notebooks": ["jupyter", "nbclient>=0.10", "nbformat>=5.10", "ipykernel>=6.29"],
+    },
+)
