@@ -1,0 +1,118 @@
+"""Evaluation metrics for one prompt's group of N generations (vmap over prompts).
+
+pass@k (unbiased), strategy counts and entropy, branch point, majority vote.
+"""
+
+from typing import Tuple
+
+import jax
+import jax.numpy as jnp
+
+from polyepo import _checks
+from polyepo import objectives
+from polyepo.env_api import DEGENERATE
+
+
+def pass_at_k(num_samples: int, num_correct, k: int) -> jax.Array:
+  """Unbiased pass@k from N samples of which c are correct (Chen et al., 2021).
+
+    pass@k = 1 - C(N - c, k) / C(N, k) = 1 - prod_{j < c} (1 - k / (N - j))
+
+  Args:
+    num_samples: N (static Python int).
+    num_correct: i32[...] number of correct samples c, 0 <= c <= N.
+    k: 1 <= k <= N (static Python int).
+
+  Returns:
+    f32[...] with the shape of num_correct.
+  """
+  _checks.set_size(num_samples, k, name="k")
+  c = jnp.asarray(num_correct)
+  j = jnp.arange(num_samples, dtype=jnp.float32)
+  factors = jnp.maximum(1.0 - k / (num_samples - j), 0.0)
+  factors = jnp.where(j < c[..., None], factors, 1.0)
+  return 1.0 - jnp.prod(factors, axis=-1)
+
+
+def pass_at_k_curve(num_samples: int, num_correct, ks) -> jax.Array:
+  """pass@k for several k: f32[..., len(ks)]."""
+  return jnp.stack([pass_at_k(num_samples, num_correct, int(k)) for k in ks], -1)
+
+
+def distinct_strategies(labels: jax.Array) -> jax.Array:
+  """Number of distinct non-degenerate strategies. labels: i32[N] -> i32[]."""
+  return objectives.num_distinct_strategies(labels)
+
+
+def distinct_correct_strategies(rewards: jax.Array, labels: jax.Array) -> jax.Array:
+  """Distinct non-degenerate strategies among generations with reward > 0."""
+  _checks.per_generation(rewards, labels)
+  return objectives.num_distinct_strategies(jnp.where(rewards > 0, labels, DEGENERATE))
+
+
+def strategy_counts(labels: jax.Array, num_strategies: int) -> jax.Array:
+  """Histogram of labels: i32[S + 1], the last entry counting DEGENERATE.
+
+  Labels outside [0, S) other than DEGENERATE are an error in the caller and
+  are counted nowhere.
+  """
+  _checks.integer("labels", labels)
+  bins = jnp.where(labels == DEGENERATE, num_strategies, labels)
+  one_hot = bins[..., None] == jnp.arange(num_strategies + 1)
+  return jnp.sum(one_hot.reshape(-1, num_strategies + 1), axis=0).astype(jnp.int32)
+
+
+def strategy_entropy(labels: jax.Array, num_strategies: int) -> jax.Array:
+  """Entropy (nats) of the empirical strategy distribution, DEGENERATE as one category."""
+  counts = strategy_counts(labels, num_strategies).astype(jnp.float32)
+  p = counts / jnp.maximum(jnp.sum(counts), 1.0)
+  return -jnp.sum(jnp.where(p > 0, p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0))
+
+
+def shared_prefix_lengths(tokens: jax.Array, mask: jax.Array) -> jax.Array:
+  """Length of the common prefix of every pair of responses.
+
+  Args:
+    tokens: i32[N, T]; mask: bool[N, T] real tokens (a prefix of each row).
+
+  Returns:
+    i32[N, N]; position t counts if both responses have a real, equal token
+    at every position up to and including t.
+  """
+  _checks.rank("tokens", tokens, 2)
+  _checks.same_shape("tokens", tokens, "mask", mask)
+  agree = (tokens[:, None, :] == tokens[None, :, :]) & mask[:, None, :] & mask[None, :, :]
+  return jnp.sum(jnp.cumprod(agree.astype(jnp.int32), axis=-1), axis=-1)
+
+
+def branch_point(tokens: jax.Array, mask: jax.Array) -> jax.Array:
+  """Mean shared-prefix length over the N(N-1)/2 pairs of responses: f32[].
+
+  Early branching (a small value) means generations part ways near the start;
+  for N = 1 the result is 0.
+  """
+  num_samples = tokens.shape[0]
+  lengths = shared_prefix_lengths(tokens, mask).astype(jnp.float32)
+  pairs = jnp.triu(jnp.ones((num_samples, num_samples), bool), k=1)
+  return jnp.sum(jnp.where(pairs, lengths, 0.0)) / max(num_samples * (num_samples - 1) // 2, 1)
+
+
+def majority_vote(rewards: jax.Array, answers: jax.Array) -> Tuple[jax.Array, jax.Array]:
+  """Majority-vote accuracy and top-answer vote share of one group.
+
+  Args:
+    rewards: f32[N]; answers: i32[N] answer ids, -1 for no answer (no vote).
+
+  Returns:
+    (accuracy f32[], top_share f32[]): the reward of the majority answer (ties
+    averaged, 0 without votes) and the fraction of all N generations that voted
+    for the most common answer.
+  """
+  _checks.rank("rewards", rewards, 1)
+  _checks.integer("answers", answers)
+  _checks.same_shape("rewards", rewards, "answers", answers)
+  accuracy = objectives.majority_vote_reward(rewards, answers)
+  votes = answers >= 0
+  counts = jnp.sum((answers[:, None] == answers[None, :]) & votes[None, :], -1)
+  top = jnp.max(jnp.where(votes, counts, 0))
+  return accuracy, top.astype(jnp.float32) / answers.shape[0]
