@@ -1,0 +1,156 @@
+"""Fixed evaluation problem sets as TFDS datasets (array_record, no TensorFlow).
+
+Every run is evaluated on the same problems: for each registered environment,
+two splits are drawn once with a fixed seed and stored with TFDS:
+
+* `test`: `env.sample_problems` under `env.default_params()` (the training
+  distribution);
+* `ood`: the same under `env.ood_params()` (what shifts is documented in each
+  env's module docstring; for multiplication, every digit is 5-9).
+
+  problems = envs.datasets.load_split("multiplication", "ood")  # numpy pytree
+  reward, label = env.score(problems, responses)
+
+The datasets are built on first use into `data_dir` (argument, else the
+`POLYEPO_DATA_DIR` environment variable, else `~/.cache/polyepo/tfds`) with
+`file_format="array_record"` and read back with `builder.as_data_source()`:
+TensorFlow is not needed (`tfds.load`, TFRecord files and the `tfds build` CLI
+would need it, so they are not used). Each leaf of the problems pytree is stored
+as a fixed-shape feature named after its path; the pytree is rebuilt from the
+structure of `env.sample_problems`.
+"""
+
+import dataclasses
+import os
+import re
+from typing import Optional
+
+import jax
+import numpy as np
+import tensorflow_datasets as tfds
+
+import envs
+
+SPLITS = ("test", "ood")
+DEFAULT_SIZES = {"test": 256, "ood": 256}
+DEFAULT_DATA_DIR = "~/.cache/polyepo/tfds"
+
+
+def data_dir_or_default(data_dir: Optional[str] = None) -> str:
+  """`data_dir`, else $POLYEPO_DATA_DIR, else ~/.cache/polyepo/tfds (expanded)."""
+  data_dir = data_dir or os.environ.get("POLYEPO_DATA_DIR") or DEFAULT_DATA_DIR
+  return os.path.expanduser(data_dir)
+
+
+@dataclasses.dataclass(eq=False)
+class ProblemsConfig(tfds.core.BuilderConfig):
+  """Which env and how many problems of each split, from which seed."""
+  env_name: str = "multiplication"
+  test_size: int = DEFAULT_SIZES["test"]
+  ood_size: int = DEFAULT_SIZES["ood"]
+  seed: int = 0
+
+
+def _config(env_name, test_size, ood_size, seed) -> ProblemsConfig:
+  if env_name not in envs.NAMES:
+    raise ValueError(f"Unknown environment {env_name!r}; valid choices: {', '.join(envs.NAMES)}.")
+  return ProblemsConfig(
+      name=f"{env_name}-test{test_size}-ood{ood_size}-seed{seed}",
+      description=f"{env_name}: {test_size} test and {ood_size} ood problems, seed {seed}.",
+      env_name=env_name, test_size=test_size, ood_size=ood_size, seed=seed)
+
+
+def _leaf_names(tree):
+  """Feature name of each leaf of `tree`, from its path (`a`, `coeffs`, ...)."""
+  paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
+  names = [re.sub(r"[^0-9a-zA-Z]+", "_", p).strip("_") or f"leaf{i}" for i, p in enumerate(paths)]
+  if len(set(names)) != len(names):
+    names = [f"leaf{i:02d}_{n}" for i, n in enumerate(names)]
+  return names
+
+
+def sample_split(env_name: str, split: str, size: int, seed: int = 0):
+  """The problems of `split`: a pytree of numpy arrays with leading axis `size`.
+
+  Deterministic: the same (env, split, size, seed) always gives the same problems.
+  """
+  env, _ = envs.make(env_name)
+  params = {"test": env.default_params, "ood": env.ood_params}[split]()
+  key = jax.random.fold_in(jax.random.PRNGKey(seed), SPLITS.index(split))
+  return jax.tree.map(np.asarray, env.sample_problems(key, params, size))
+
+
+class SyntheticProblems(tfds.core.GeneratorBasedBuilder):
+  """Fixed `test` / `ood` problem sets of a synthetic domain (see module doc)."""
+
+  VERSION = tfds.core.Version("1.0.0")
+  RELEASE_NOTES = {"1.0.0": "Initial release."}
+  BUILDER_CONFIGS = [_config("multiplication", 256, 256, 0)]
+  # Nothing is downloaded, so there is no checksums file. Saying so also skips
+  # `code_path`, which needs `importlib_resources` (not installed here).
+  _checksums_path = None
+
+  def _structure(self):
+    cfg = self.builder_config
+    env, params = envs.make(cfg.env_name)
+    return jax.eval_shape(lambda key: env.sample_problems(key, params, 1),
+                          jax.random.PRNGKey(0))
+
+  def _info(self) -> tfds.core.DatasetInfo:
+    shapes = self._structure()
+    leaves = jax.tree.leaves(shapes)
+    features = {
+        name: tfds.features.Tensor(shape=leaf.shape[1:], dtype=np.dtype(leaf.dtype))
+        for name, leaf in zip(_leaf_names(shapes), leaves)}
+    return self.dataset_info_from_configs(
+        features=tfds.features.FeaturesDict(features),
+        description=__doc__.splitlines()[0],
+        disable_shuffling=True)  # Keep the sampled order.
+
+  def _split_generators(self, dl_manager):
+    del dl_manager  # Nothing to download: problems are sampled.
+    cfg = self.builder_config
+    return {
+        "test": self._generate_examples("test", cfg.test_size),
+        "ood": self._generate_examples("ood", cfg.ood_size),
+    }
+
+  def _generate_examples(self, split, size):
+    cfg = self.builder_config
+    problems = sample_split(cfg.env_name, split, size, cfg.seed)
+    names = _leaf_names(problems)
+    leaves = jax.tree.leaves(problems)
+    for i in range(size):
+      yield i, {name: leaf[i] for name, leaf in zip(names, leaves)}
+
+
+def builder(env_name: str, *, data_dir: Optional[str] = None,
+            test_size: int = DEFAULT_SIZES["test"], ood_size: int = DEFAULT_SIZES["ood"],
+            seed: int = 0, build: bool = True) -> SyntheticProblems:
+  """The TFDS builder of `env_name`'s splits, built (array_record) if needed."""
+  b = SyntheticProblems(config=_config(env_name, test_size, ood_size, seed),
+                        data_dir=data_dir_or_default(data_dir),
+                        file_format="array_record")
+  if build:
+    b.download_and_prepare(file_format="array_record")
+  return b
+
+
+def load_split(env_name: str, split: str, *, data_dir: Optional[str] = None,
+               test_size: int = DEFAULT_SIZES["test"], ood_size: int = DEFAULT_SIZES["ood"],
+               seed: int = 0):
+  """The problems of `split` ("test" or "ood"): a numpy pytree, leading axis N.
+
+  Builds the dataset into `data_dir` on first use, then reads it with
+  `as_data_source` (no TensorFlow).
+  """
+  if split not in SPLITS:
+    raise ValueError(f"Unknown split {split!r}; valid choices: {', '.join(SPLITS)}.")
+  b = builder(env_name, data_dir=data_dir, test_size=test_size, ood_size=ood_size, seed=seed)
+  source = b.as_data_source(split=split)
+  structure = b._structure()  # pylint: disable=protected-access
+  names = _leaf_names(structure)
+  rows = [source[i] for i in range(len(source))]
+  leaves = [np.stack([np.asarray(r[name]) for r in rows]).astype(leaf.dtype)
+            for name, leaf in zip(names, jax.tree.leaves(structure))]
+  return jax.tree.unflatten(jax.tree.structure(structure), leaves)

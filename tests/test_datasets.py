@@ -1,0 +1,100 @@
+"""Tests for envs.datasets: array_record splits built and read without TensorFlow."""
+
+import importlib.util
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+import envs
+from envs import datasets
+
+
+def test_tensorflow_is_not_installed():
+  assert importlib.util.find_spec("tensorflow") is None
+
+
+@pytest.fixture(scope="module")
+def splits(tmp_path_factory):
+  data_dir = str(tmp_path_factory.mktemp("tfds"))
+  load = lambda split: datasets.load_split(
+      "multiplication", split, data_dir=data_dir, test_size=200, ood_size=120, seed=3)
+  return data_dir, load("test"), load("ood")
+
+
+def test_splits_have_requested_sizes_and_types(splits):
+  _, test, ood = splits
+  assert test.a.shape == test.b.shape == (200,)
+  assert ood.a.shape == (120,)
+  assert test.a.dtype == np.int32
+  env, _ = envs.make("multiplication")
+  assert type(test) is type(env.sample_problems(jax.random.PRNGKey(0), env.default_params(), 1))
+
+
+def test_splits_are_array_record_files(splits):
+  data_dir, _, _ = splits
+  b = datasets.builder("multiplication", data_dir=data_dir, test_size=200, ood_size=120,
+                       seed=3, build=False)
+  files = sorted(p.name for p in b.data_path.iterdir())
+  assert any("test.array_record" in f for f in files), files
+  assert any("ood.array_record" in f for f in files), files
+
+
+def test_splits_are_deterministic(splits, tmp_path):
+  data_dir, test, ood = splits
+  # Read back from the same directory, and rebuilt from scratch elsewhere.
+  again = datasets.load_split("multiplication", "test", data_dir=data_dir,
+                              test_size=200, ood_size=120, seed=3)
+  fresh = datasets.load_split("multiplication", "ood", data_dir=str(tmp_path),
+                              test_size=200, ood_size=120, seed=3)
+  np.testing.assert_array_equal(again.a, test.a)
+  np.testing.assert_array_equal(again.b, test.b)
+  np.testing.assert_array_equal(fresh.a, ood.a)
+  np.testing.assert_array_equal(fresh.b, ood.b)
+  # The stored problems are the sampled ones, in order.
+  sampled = datasets.sample_split("multiplication", "test", 200, seed=3)
+  np.testing.assert_array_equal(sampled.a, test.a)
+
+
+def test_ood_has_the_documented_shift(splits):
+  _, test, ood = splits
+  env, _ = envs.make("multiplication")
+  digits = lambda p: np.concatenate([p.a // 10, p.a % 10, p.b // 10, p.b % 10])
+  assert digits(ood).min() >= 5  # every digit 5-9 ...
+  assert digits(test).min() == 0  # ... while test uses all digits
+  names = env.strategy_names
+  app_test = np.asarray(env.applicable(test)).mean(0)
+  app_ood = np.asarray(env.applicable(ood)).mean(0)
+  # The shortcut strategies become rare: only 56 = 7*8 (factor_out) and
+  # 56, 96 = 3*32 (halve_double) have all digits in 5-9.
+  for name, allowed in (("factor_out", {56}), ("halve_double", {56, 96})):
+    mask = np.asarray(env.applicable(ood))[:, names.index(name)]
+    assert (np.isin(ood.a[mask], list(allowed)) | np.isin(ood.b[mask], list(allowed))).all()
+    assert app_ood[names.index(name)] < 0.6 * app_test[names.index(name)]
+  assert app_ood[names.index("round_adjust")] > 0.9 > app_test[names.index("round_adjust")]
+
+
+def test_bad_split_and_env_names(tmp_path):
+  with pytest.raises(ValueError, match="valid choices"):
+    datasets.load_split("multiplication", "train", data_dir=str(tmp_path))
+  with pytest.raises(ValueError, match="valid choices"):
+    datasets.load_split("addition", "test", data_dir=str(tmp_path))
+
+
+def test_data_dir_from_environment(monkeypatch, tmp_path):
+  monkeypatch.setenv("POLYEPO_DATA_DIR", str(tmp_path))
+  assert datasets.data_dir_or_default() == str(tmp_path)
+  monkeypatch.delenv("POLYEPO_DATA_DIR")
+  assert datasets.data_dir_or_default().endswith(".cache/polyepo/tfds")
+  assert datasets.data_dir_or_default("/x") == "/x"
+
+
+def test_loading_does_not_import_tensorflow(splits):
+  data_dir, _, _ = splits
+  code = ("import sys, envs.datasets as d; "
+          f"d.load_split('multiplication', 'ood', data_dir={data_dir!r}, "
+          "test_size=200, ood_size=120, seed=3); "
+          "assert 'tensorflow' not in sys.modules, 'tensorflow imported'")
+  subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
