@@ -17,7 +17,10 @@ _SUBMODULES = (
     "advantages",
     "losses",
     "metrics",
+    "model",
     "objectives",
+    "pretrain",
+    "sampling",
     "sets",
     "theory",
 )

@@ -1,0 +1,231 @@
+"""Jitted autoregressive rollout of the transformer policy with a KV cache.
+
+  rollout = sample(params, config, key, prompt_tokens, max_new_tokens=64,
+                   temperature=1.0)
+  rollout.tokens    # i32[B, T]  response tokens, pad after EOS
+  rollout.logprobs  # f32[B, T]  log-prob under the sampling distribution
+  rollout.mask      # bool[B, T] True up to and including EOS
+
+The prompt (left-padded with config.pad_id) is prefilled in one forward pass;
+then each step samples a token from the last logits and runs the model on that
+one token against the cache. The loop is a `lax.while_loop` that exits once
+every row has emitted EOS (`early_stop=True`), or a fixed-length `lax.scan`
+(`early_stop=False`, for benchmarks). Step t draws its token by inverting the
+CDF with uniform u[t], where u = uniform(key, [T, B]) is drawn once up front,
+so both loops give identical rollouts and the result is a deterministic
+function of the key. `sample` is pure: wrap it in
+`jax.jit` (static: config, max_new_tokens, early_stop) and `jax.vmap` it freely
+(e.g. over keys). `make_sampler` does the wrapping for a fixed setting.
+
+Sampling distribution. Logits are divided by the temperature, then optionally
+restricted to the top-k tokens, then to the smallest top set whose probability
+reaches top_p (nucleus; renormalised after top-k, as in Hugging Face
+`generate`). Tokens tied with the last kept logit are kept too. Temperature 0
+is greedy decoding (log-prob 0). temperature / top_k / top_p may be Python
+numbers (filters that are off are then skipped at trace time) or traced
+scalars (vmappable, e.g. a temperature sweep).
+"""
+
+import functools
+from typing import NamedTuple, Union
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from polyepo import model as model_lib
+
+Scalar = Union[float, int, jax.Array]
+
+
+class Rollout(NamedTuple):
+  """Sampled responses.
+
+  Attributes:
+    tokens: i32[B, T], response tokens; config.pad_id after EOS.
+    logprobs: f32[B, T], log-prob of each token under the sampling
+      distribution (after temperature / top-k / top-p); 0 where mask is False.
+    mask: bool[B, T], True for real response tokens, EOS included.
+  """
+  tokens: jax.Array
+  logprobs: jax.Array
+  mask: jax.Array
+
+
+def _is_static(x) -> bool:
+  return isinstance(x, (int, float))
+
+
+def sampling_logprobs(logits: jax.Array, temperature: Scalar = 1.0,
+                      top_k: Scalar = 0, top_p: Scalar = 1.0) -> jax.Array:
+  """Log-probabilities of the sampling distribution.
+
+  Args:
+    logits: f32[..., V].
+    temperature: >= 0; 0 means greedy (a point mass on the argmax).
+    top_k: keep the k largest logits; 0 (or >= V) keeps all.
+    top_p: keep the smallest top set with probability >= top_p; 1 keeps all.
+
+  Returns:
+    f32[..., V], log-probs with -inf outside the support.
+  """
+  logits = logits.astype(jnp.float32)
+  greedy_possible = not _is_static(temperature) or temperature <= 0
+  if _is_static(temperature):
+    scaled = logits / temperature if temperature > 0 else logits
+  else:
+    temperature = jnp.asarray(temperature, jnp.float32)
+    scaled = logits / jnp.where(temperature > 0, temperature, 1.0)
+  use_top_k = not _is_static(top_k) or 0 < top_k < logits.shape[-1]
+  use_top_p = not _is_static(top_p) or top_p < 1.0
+  if use_top_k or use_top_p:
+    scaled = _filter(scaled, top_k if use_top_k else None,
+                     top_p if use_top_p else None)
+  logp = jax.nn.log_softmax(scaled, axis=-1)
+  if greedy_possible:
+    vocab = logits.shape[-1]
+    onehot = jax.nn.one_hot(jnp.argmax(logits, axis=-1), vocab, dtype=bool)
+    greedy = jnp.where(onehot, 0.0, -jnp.inf)
+    logp = jnp.where(jnp.asarray(temperature) > 0, logp, greedy)
+  return logp
+
+
+def _filter(scaled, top_k, top_p):
+  """Sets logits outside the top-k / nucleus set to -inf (see module doc)."""
+  vocab = scaled.shape[-1]
+  desc = -jnp.sort(-scaled, axis=-1)  # [..., V], largest first.
+  threshold = jnp.full(scaled.shape[:-1] + (1,), -jnp.inf)
+  if top_k is not None:
+    k = jnp.asarray(top_k, jnp.int32)
+    k = jnp.where((k <= 0) | (k > vocab), vocab, k)
+    kth = jnp.take_along_axis(
+        desc, jnp.broadcast_to(k - 1, threshold.shape), axis=-1)
+    threshold = jnp.maximum(threshold, kth)
+    desc = jnp.where(desc >= threshold, desc, -jnp.inf)
+  if top_p is not None:
+    probs = jax.nn.softmax(desc, axis=-1)
+    mass_before = jnp.cumsum(probs, axis=-1) - probs
+    num_kept = jnp.maximum(jnp.sum(mass_before < top_p, axis=-1, keepdims=True), 1)
+    threshold = jnp.maximum(
+        threshold, jnp.take_along_axis(desc, num_kept - 1, axis=-1))
+  return jnp.where(scaled >= threshold, scaled, -jnp.inf)
+
+
+def inverse_cdf_sample(logp: jax.Array, u: jax.Array) -> jax.Array:
+  """Draws token ~ exp(logp) by inverting the CDF with one uniform per row.
+
+  One uniform per row instead of V Gumbels (`jax.random.categorical`) makes
+  the random numbers for a whole rollout one cheap up-front call.
+
+  Args:
+    logp: f32[B, V], log-probs (-inf outside the support).
+    u: f32[B], uniform on [0, 1).
+
+  Returns:
+    i32[B], never a token of probability 0.
+  """
+  probs = jnp.exp(logp)
+  cdf = jnp.cumsum(probs, axis=-1)
+  token = jnp.sum(cdf <= (u * cdf[:, -1])[:, None], axis=-1, dtype=jnp.int32)
+  # Rounding could push the count past the last token of non-zero mass.
+  last = probs.shape[-1] - 1 - jnp.argmax(probs[:, ::-1] > 0, axis=-1)
+  return jnp.minimum(token, last.astype(jnp.int32))
+
+
+def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
+           prompt_tokens: jax.Array, *, max_new_tokens: int,
+           temperature: Scalar = 1.0, top_k: Scalar = 0, top_p: Scalar = 1.0,
+           early_stop: bool = True) -> Rollout:
+  """Samples a response for each prompt.
+
+  Args:
+    params: model parameters.
+    config: the model's TransformerConfig (static under jit).
+    key: PRNG key.
+    prompt_tokens: i32[B, P], left-padded with config.pad_id; every row holds
+      at least one real token.
+    max_new_tokens: response length T (static).
+    temperature, top_k, top_p: the sampling distribution (see module doc).
+    early_stop: stop once all rows emitted EOS (`while_loop`), else always run
+      T steps (`scan`). Results are identical.
+
+  Returns:
+    Rollout with fields of shape [B, T].
+  """
+  chex.assert_rank(prompt_tokens, 2)
+  batch, prompt_len = prompt_tokens.shape
+  steps = max_new_tokens
+  pad, eos = config.pad_id, config.eos_id
+
+  cache = model_lib.init_cache(config, batch, prompt_len + steps)
+  logits, cache = model_lib.forward_cached(
+      params, config, prompt_tokens, cache, prompt_tokens != pad)
+  logits = logits[:, -1]
+  done = jnp.zeros((batch,), bool)
+
+  uniforms = jax.random.uniform(key, (steps, batch))
+
+  def choose(t, logits, done):
+    logp = sampling_logprobs(logits, temperature, top_k, top_p)
+    token = inverse_cdf_sample(logp, uniforms[t])
+    token_logp = jnp.take_along_axis(logp, token[:, None], axis=-1)[:, 0]
+    token = jnp.where(done, pad, token).astype(jnp.int32)
+    token_logp = jnp.where(done, 0.0, token_logp)
+    return token, token_logp, ~done, done | (token == eos)
+
+  def advance(token, cache):
+    logits, cache = model_lib.forward_cached(params, config, token[:, None], cache)
+    return logits[:, 0], cache
+
+  if not early_stop:
+    def scan_body(carry, t):
+      logits, cache, done = carry
+      token, token_logp, valid, done = choose(t, logits, done)
+      logits, cache = advance(token, cache)
+      return (logits, cache, done), (token, token_logp, valid)
+
+    (logits, _, done), (tokens, logps, valid) = jax.lax.scan(
+        scan_body, (logits, cache, done), jnp.arange(steps - 1))
+    last = choose(steps - 1, logits, done)[:3]
+    tokens, logps, valid = (
+        jnp.concatenate([x.T, y[:, None]], axis=1)
+        for x, y in zip((tokens, logps, valid), last))
+    return Rollout(tokens=tokens, logprobs=logps, mask=valid)
+
+  def write(buffers, t, values):
+    return tuple(jax.lax.dynamic_update_slice(b, v[:, None], (0, t))
+                 for b, v in zip(buffers, values))
+
+  buffers = (jnp.full((batch, steps), pad, jnp.int32),
+             jnp.zeros((batch, steps), jnp.float32),
+             jnp.zeros((batch, steps), bool))
+
+  def cond(carry):
+    t, _, _, done, _ = carry
+    return (t < steps - 1) & ~jnp.all(done)
+
+  def body(carry):
+    t, logits, cache, done, buffers = carry
+    token, token_logp, valid, done = choose(t, logits, done)
+    buffers = write(buffers, t, (token, token_logp, valid))
+    logits, cache = advance(token, cache)
+    return t + 1, logits, cache, done, buffers
+
+  t, logits, _, done, buffers = jax.lax.while_loop(
+      cond, body, (jnp.zeros((), jnp.int32), logits, cache, done, buffers))
+  buffers = write(buffers, t, choose(t, logits, done)[:3])
+  return Rollout(*buffers)
+
+
+def make_sampler(config: model_lib.TransformerConfig, max_new_tokens: int, *,
+                 temperature: Scalar = 1.0, top_k: Scalar = 0,
+                 top_p: Scalar = 1.0, early_stop: bool = True):
+  """A jitted `fn(params, key, prompt_tokens) -> Rollout` for a fixed setting."""
+
+  @jax.jit
+  def sampler(params, key, prompt_tokens):
+    return sample(params, config, key, prompt_tokens,
+                  max_new_tokens=max_new_tokens, temperature=temperature,
+                  top_k=top_k, top_p=top_p, early_stop=early_stop)
+
+  return sampler

@@ -1,0 +1,217 @@
+"""Tests of polyepo.model against an independent numpy transformer."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from polyepo import model
+
+CONFIG = model.TransformerConfig(
+    vocab_size=16, width=32, num_layers=2, num_heads=4, num_kv_heads=2,
+    max_len=32, pad_id=0, eos_id=1)
+
+
+forward = jax.jit(model.forward, static_argnums=1)
+forward_cached = jax.jit(model.forward_cached, static_argnums=1)
+sequence_logprobs = jax.jit(model.sequence_logprobs, static_argnums=1)
+
+
+def _params(config=CONFIG, seed=0):
+  return model.init_params(jax.random.key(seed), config)
+
+
+def _tokens(key, shape, config=CONFIG):
+  """Real (non-pad) tokens."""
+  return jax.random.randint(key, shape, 1, config.vocab_size)
+
+
+# An independent reference: one unpadded sequence, plain numpy, float64.
+
+
+def _np_rms(x, scale):
+  return x / np.sqrt(np.mean(x * x, -1, keepdims=True) + 1e-6) * scale
+
+
+def _np_gelu(x):
+  return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+
+
+_NP_ACTIVATIONS = {"gelu": _np_gelu, "relu": lambda x: np.maximum(x, 0.0),
+                   "silu": lambda x: x / (1 + np.exp(-x))}
+
+
+def _np_rope(x, config):
+  """x: [T, heads, D]; position of row t is t."""
+  half = config.head_dim // 2
+  freqs = config.rope_base ** (-np.arange(half) / half)
+  ang = np.arange(x.shape[0])[:, None, None] * freqs
+  x1, x2 = x[..., :half], x[..., half:]
+  return np.concatenate(
+      [x1 * np.cos(ang) - x2 * np.sin(ang), x2 * np.cos(ang) + x1 * np.sin(ang)],
+      -1)
+
+
+def _np_forward(params, config, tokens):
+  """Logits [T, V] of one unpadded sequence, written from the equations."""
+  p = jax.tree.map(lambda a: np.asarray(a, np.float64), params)
+  h, kvh, d = config.num_heads, config.num_kv_heads, config.head_dim
+  x = p["embed"]["embedding"][np.asarray(tokens)]
+  t = len(tokens)
+  for layer in range(config.num_layers):
+    blk = p[f"block_{layer}"]
+    y = _np_rms(x, blk["norm_attn"]["scale"])
+    qkv = np.einsum("tc,chd->thd", y, blk["attn"]["qkv"]["kernel"])
+    q = _np_rope(qkv[:, :h], config)
+    k = _np_rope(qkv[:, h:h + kvh], config)
+    v = qkv[:, h + kvh:]
+    out = np.zeros((t, h, d))
+    for head in range(h):
+      j = head // (h // kvh)  # the kv head this query head reads
+      s = q[:, head] @ k[:, j].T / math.sqrt(d)
+      s = np.where(np.tril(np.ones((t, t), bool)), s, -np.inf)
+      w = np.exp(s - s.max(-1, keepdims=True))
+      out[:, head] = (w / w.sum(-1, keepdims=True)) @ v[:, j]
+    x = x + np.einsum("thd,hdc->tc", out, blk["attn"]["out"]["kernel"])
+    y = _np_rms(x, blk["norm_mlp"]["scale"])
+    y = _NP_ACTIVATIONS[config.activation](y @ blk["mlp_in"]["kernel"]) @ blk["mlp_out"]["kernel"]
+    x = x + y
+  return _np_rms(x, p["norm_out"]["scale"]) @ p["head"]["kernel"]
+
+
+def test_default_config_size():
+  params = jax.eval_shape(model.init_params, jax.random.key(0),
+                          model.TransformerConfig())
+  assert 450_000 < model.num_params(params) < 700_000
+
+
+@pytest.mark.parametrize("num_kv_heads,activation", [(1, "relu"), (2, "gelu"), (1, "silu")])
+def test_forward_matches_numpy_reference(num_kv_heads, activation):
+  config = model.TransformerConfig(
+      **{**CONFIG.__dict__, "num_kv_heads": num_kv_heads, "activation": activation})
+  params = _params(config)
+  tokens = _tokens(jax.random.key(1), (2, 9), config)
+  logits = forward(params, config, tokens)
+  assert logits.shape == (2, 9, config.vocab_size)
+  for b in range(2):
+    np.testing.assert_allclose(
+        logits[b], _np_forward(params, config, tokens[b]), atol=1e-4, rtol=1e-4)
+
+
+def test_forward_is_causal():
+  params = _params()
+  tokens = _tokens(jax.random.key(1), (2, 8))
+  changed = tokens.at[:, 5].set((tokens[:, 5] % 15) + 1)
+  a = forward(params, CONFIG, tokens)
+  b = forward(params, CONFIG, changed)
+  np.testing.assert_allclose(a[:, :5], b[:, :5], atol=1e-6)
+  assert not np.allclose(a[:, 5:], b[:, 5:], atol=1e-3)
+
+
+def test_left_padding_matches_unpadded():
+  params = _params()
+  tokens = _tokens(jax.random.key(2), (3, 6))
+  pads = (0, 2, 5)  # pad tokens in front of each row
+  padded = np.zeros((3, 11), np.int32)
+  for b, n in enumerate(pads):
+    padded[b, n:n + 6] = tokens[b]
+  logits = forward(params, CONFIG, jnp.asarray(padded), jnp.asarray(padded != 0))
+  ref = forward(params, CONFIG, tokens)
+  for b, n in enumerate(pads):
+    np.testing.assert_allclose(logits[b, n:n + 6], ref[b], atol=1e-5)
+
+
+@pytest.mark.parametrize("num_kv_heads", [1, 4])
+def test_cached_decoding_matches_full_forward(num_kv_heads):
+  config = model.TransformerConfig(**{**CONFIG.__dict__, "num_kv_heads": num_kv_heads})
+  params = _params(config)
+  prompt_len, steps = 7, 6
+  tokens = np.array(_tokens(jax.random.key(3), (3, prompt_len + steps), config))
+  tokens[1, :3] = config.pad_id  # left padding
+  tokens[2, :6] = config.pad_id
+  mask = tokens != config.pad_id
+  full = forward(params, config, jnp.asarray(tokens), jnp.asarray(mask))
+
+  fwd = forward_cached
+  cache = model.init_cache(config, 3, prompt_len + steps)
+  logits, cache = fwd(params, config, jnp.asarray(tokens[:, :prompt_len]), cache,
+                      jnp.asarray(mask[:, :prompt_len]))
+  pieces = [logits]
+  for t in range(prompt_len, prompt_len + steps):
+    logits, cache = fwd(params, config, jnp.asarray(tokens[:, t:t + 1]), cache)
+    pieces.append(logits)
+  cached = np.concatenate(pieces, axis=1)
+  np.testing.assert_allclose(cached[mask], np.asarray(full)[mask], atol=1e-4)
+  assert int(cache.index) == prompt_len + steps
+  np.testing.assert_array_equal(cache.length, mask.sum(1))
+
+
+def test_chunked_prefill_matches_single_prefill():
+  params = _params()
+  tokens = _tokens(jax.random.key(4), (2, 10))
+  cache = model.init_cache(CONFIG, 2, 10)
+  one, _ = forward_cached(params, CONFIG, tokens, cache)
+  a, cache = forward_cached(params, CONFIG, tokens[:, :4], cache)
+  b, _ = forward_cached(params, CONFIG, tokens[:, 4:], cache)
+  np.testing.assert_allclose(np.concatenate([a, b], 1), one, atol=1e-5)
+
+
+def _np_logprobs(params, config, prompt, response, length):
+  """Per-token log-probs of response[:length] after the unpadded prompt."""
+  logits = _np_forward(params, config, np.concatenate([prompt, response[:length]]))
+  logits = logits[len(prompt) - 1:-1]
+  logp = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(
+      -1, keepdims=True)) - logits.max(-1, keepdims=True)
+  return logp[np.arange(length), response[:length]]
+
+
+def test_sequence_logprobs_matches_reference():
+  params = _params()
+  prompts = np.array(_tokens(jax.random.key(5), (2, 5)))
+  prompts[1, :2] = CONFIG.pad_id  # row 1: 3 real prompt tokens
+  responses = np.array(_tokens(jax.random.key(6), (2, 6)))
+  lengths = (6, 3)
+  mask = np.arange(6)[None] < np.asarray(lengths)[:, None]
+  responses[1, 3:] = CONFIG.pad_id
+  logp = np.asarray(sequence_logprobs(params, CONFIG, prompts, responses, mask))
+  for b in range(2):
+    ref = _np_logprobs(params, CONFIG, prompts[b][prompts[b] != 0], responses[b],
+                       lengths[b])
+    np.testing.assert_allclose(logp[b, :lengths[b]], ref, atol=1e-4)
+    np.testing.assert_array_equal(logp[b, lengths[b]:], 0.0)
+
+
+def test_sequence_logprobs_is_differentiable():
+  params = _params()
+  prompts = _tokens(jax.random.key(7), (2, 4))
+  responses = _tokens(jax.random.key(8), (2, 5))
+  mask = jnp.ones((2, 5), bool)
+
+  @jax.jit
+  def loss(p):
+    return -model.sequence_logprobs(p, CONFIG, prompts, responses, mask).sum()
+
+  grads = jax.jit(jax.grad(loss))(params)
+  norms = [float(jnp.abs(g).sum()) for g in jax.tree.leaves(grads)]
+  assert all(np.isfinite(norms)) and all(n > 0 for n in norms)
+  # A gradient step along -grad lowers the loss.
+  step = jax.tree.map(lambda p, g: p - 1e-3 * g, params, grads)
+  assert loss(step) < loss(params)
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(width=30, num_heads=4),
+    dict(num_heads=4, num_kv_heads=3),
+    dict(width=12, num_heads=4),  # head_dim 3 is odd
+    dict(eos_id=16),
+])
+def test_config_rejects_bad_shapes(kwargs):
+  with pytest.raises(ValueError):
+    model.TransformerConfig(**{**CONFIG.__dict__, **kwargs})
+
+
+def test_init_cache_checks_max_len():
+  with pytest.raises(ValueError, match="max_len"):
+    model.init_cache(CONFIG, 2, CONFIG.max_len + 1)

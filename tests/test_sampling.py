@@ -1,0 +1,215 @@
+"""Tests of polyepo.sampling against teacher forcing and hand-worked values."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from polyepo import model
+from polyepo import sampling
+
+CONFIG = model.TransformerConfig(
+    vocab_size=16, width=32, num_layers=2, num_heads=4, num_kv_heads=2,
+    max_len=32, pad_id=0, eos_id=1)
+PARAMS = model.init_params(jax.random.key(0), CONFIG)
+B, P, T = 8, 5, 12
+
+# Knobs (temperature, top_k, top_p) are traced here: one compilation serves
+# every setting. `make_sampler` (below) specialises on Python values instead.
+sample = jax.jit(sampling.sample,
+                 static_argnames=("config", "max_new_tokens", "early_stop"))
+SAMPLER = sampling.make_sampler(CONFIG, T)  # static temperature 1
+forward = jax.jit(model.forward, static_argnums=1)
+sequence_logprobs = jax.jit(model.sequence_logprobs, static_argnums=1)
+
+
+def _prompts(key=jax.random.key(1), batch=B, pads=(0, 1, 4, 0, 2, 0, 3, 0)):
+  """Prompts of real tokens (never EOS), row b left-padded with pads[b]."""
+  tokens = np.array(jax.random.randint(key, (batch, P), 2, CONFIG.vocab_size))
+  for b in range(batch):
+    tokens[b, :pads[b % len(pads)]] = CONFIG.pad_id
+  return jnp.asarray(tokens)
+
+
+def _rollout(key=jax.random.key(2), prompts=None, **knobs):
+  prompts = _prompts() if prompts is None else prompts
+  return sample(PARAMS, CONFIG, key, prompts, max_new_tokens=T,
+                **{"temperature": 1.0, "top_k": 0, "top_p": 1.0, **knobs})
+
+
+def _first_eos(tokens, mask):
+  """Index of the first EOS per row, or T if none."""
+  is_eos = (tokens == CONFIG.eos_id) & mask
+  return np.where(is_eos.any(1), is_eos.argmax(1), tokens.shape[1])
+
+
+def test_logprobs_equal_teacher_forced_logprobs():
+  prompts = _prompts()
+  r = SAMPLER(PARAMS, jax.random.key(3), prompts)
+  assert r.tokens.shape == r.logprobs.shape == r.mask.shape == (B, T)
+  assert r.tokens.dtype == jnp.int32 and r.mask.dtype == jnp.bool_
+  assert not r.mask.all() and r.mask.all(1).any()  # some rows end early
+  ref = sequence_logprobs(PARAMS, CONFIG, prompts, r.tokens, r.mask)
+  np.testing.assert_allclose(r.logprobs, ref, atol=1e-4)
+  assert (np.asarray(r.logprobs)[np.asarray(r.mask)] < 0).all()
+
+
+def test_eos_handling():
+  r = jax.tree.map(np.asarray, _rollout(jax.random.key(4)))
+  eos = _first_eos(r.tokens, r.mask)
+  assert (eos < T).any() and (eos == T).any()
+  for b in range(B):
+    np.testing.assert_array_equal(r.mask[b], np.arange(T) <= eos[b])
+    assert (r.tokens[b, eos[b] + 1:] == CONFIG.pad_id).all()
+    assert (r.logprobs[b, eos[b] + 1:] == 0).all()
+    assert (r.tokens[b, :eos[b]] != CONFIG.eos_id).all()
+
+
+def test_left_padding_gives_same_samples():
+  prompts = _prompts(pads=(0,))
+  padded = jnp.concatenate(
+      [jnp.full((B, 3), CONFIG.pad_id, jnp.int32), prompts], axis=1)
+  a = _rollout(jax.random.key(5), prompts)
+  b = _rollout(jax.random.key(5), padded)
+  np.testing.assert_array_equal(a.tokens, b.tokens)
+  np.testing.assert_array_equal(a.mask, b.mask)
+  np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-5)
+
+
+def test_fixed_key_reproduces_and_keys_differ():
+  a, b = _rollout(jax.random.key(6)), _rollout(jax.random.key(6))
+  c = _rollout(jax.random.key(7))
+  np.testing.assert_array_equal(a.tokens, b.tokens)
+  np.testing.assert_array_equal(a.logprobs, b.logprobs)
+  assert (np.asarray(a.tokens) != np.asarray(c.tokens)).any()
+
+
+def test_early_stop_equals_fixed_length():
+  # A 4-token vocabulary: EOS is likely, so every row stops well before 24.
+  config = model.TransformerConfig(
+      vocab_size=4, width=16, num_layers=1, num_heads=2, max_len=32)
+  params = model.init_params(jax.random.key(0), config)
+  prompts = jax.random.randint(jax.random.key(1), (B, 3), 2, 4)
+  kw = dict(max_new_tokens=24)
+  a = sampling.make_sampler(config, early_stop=True, **kw)(
+      params, jax.random.key(8), prompts)
+  b = sampling.make_sampler(config, early_stop=False, **kw)(
+      params, jax.random.key(8), prompts)
+  assert int(a.mask.sum(1).max()) < 20  # the while loop did exit early
+  for x, y in zip(a, b):
+    np.testing.assert_array_equal(x, y)
+
+
+def _greedy_reference(prompts):
+  """Greedy decoding by repeated full forward passes (no cache), numpy loop."""
+  batch = prompts.shape[0]
+  tokens = np.concatenate(
+      [np.asarray(prompts), np.full((batch, T), CONFIG.pad_id)], 1)
+  mask = tokens != CONFIG.pad_id
+  done = np.zeros(batch, bool)
+  for t in range(T):
+    # Fixed shapes (one compilation): positions >= P + t are masked out and,
+    # by causality, never read by position P - 1 + t.
+    logits = forward(PARAMS, CONFIG, jnp.asarray(tokens), jnp.asarray(mask))
+    nxt = np.where(done, CONFIG.pad_id, np.asarray(logits[:, P - 1 + t]).argmax(-1))
+    tokens[:, P + t], mask[:, P + t] = nxt, True
+    done |= nxt == CONFIG.eos_id
+  return tokens[:, P:]
+
+
+@pytest.mark.parametrize("knobs", [
+    dict(temperature=0.0), dict(temperature=1e-6), dict(top_k=1),
+    dict(top_p=1e-3)])
+def test_greedy_limits_match_argmax_decoding(knobs):
+  prompts = _prompts()
+  r = _rollout(jax.random.key(9), prompts, **knobs)
+  np.testing.assert_array_equal(r.tokens, _greedy_reference(prompts))
+  np.testing.assert_allclose(r.logprobs, 0.0, atol=1e-5)  # a point mass
+
+
+def test_static_temperature_zero_is_greedy():
+  prompts = _prompts()
+  r = sampling.make_sampler(CONFIG, T, temperature=0.0)(
+      PARAMS, jax.random.key(10), prompts)
+  np.testing.assert_array_equal(r.tokens, _greedy_reference(prompts))
+
+
+def _teacher_logits(prompts, r):
+  """Logits f32[B, T, V] at each response position, by full forward pass."""
+  tokens = jnp.concatenate([prompts, r.tokens], 1)
+  mask = jnp.concatenate([prompts != CONFIG.pad_id, r.mask], 1)
+  return np.asarray(forward(PARAMS, CONFIG, tokens, mask))[:, P - 1:-1]
+
+
+def _logsumexp(x):
+  m = x.max()
+  return m + np.log(np.exp(x - m).sum())
+
+
+@pytest.mark.parametrize("knobs", [
+    dict(top_k=3), dict(top_p=0.5), dict(top_k=5, top_p=0.6, temperature=0.7)])
+def test_top_k_top_p_stay_in_allowed_set(knobs):
+  checked = 0
+  for seed in range(4):
+    prompts = _prompts(jax.random.key(100 + seed))
+    r = _rollout(jax.random.key(200 + seed), prompts, **knobs)
+    logits = _teacher_logits(prompts, r) / knobs.get("temperature", 1.0)
+    k, top_p = knobs.get("top_k", 16), knobs.get("top_p", 1.0)
+    for b, t in zip(*np.nonzero(np.asarray(r.mask))):
+      z, tok = logits[b, t], int(r.tokens[b, t])
+      order = np.argsort(-z)[:k]  # allowed by top-k
+      probs = np.exp(z[order] - _logsumexp(z[order]))
+      kept = order[:max(1, int(((np.cumsum(probs) - probs) < top_p).sum()))]
+      assert tok in kept, (b, t)
+      np.testing.assert_allclose(
+          r.logprobs[b, t], z[tok] - _logsumexp(z[kept]), atol=1e-4)
+      checked += 1
+  assert checked > 200
+
+
+def test_sampling_logprobs_hand_worked():
+  logits = jnp.log(jnp.array([[0.5, 0.3, 0.15, 0.05]]))
+  fn = jax.jit(sampling.sampling_logprobs)
+  cases = [
+      (dict(top_p=0.7), [0.625, 0.375, 0, 0]),
+      (dict(top_k=3), [0.5 / 0.95, 0.3 / 0.95, 0.15 / 0.95, 0]),
+      (dict(top_k=3, top_p=0.6), [0.625, 0.375, 0, 0]),
+      (dict(top_k=2, temperature=0.5), [25 / 34, 9 / 34, 0, 0]),
+      (dict(temperature=0.0), [1, 0, 0, 0]),
+      (dict(), [0.5, 0.3, 0.15, 0.05]),
+  ]
+  for knobs, probs in cases:
+    for f in (sampling.sampling_logprobs, fn):  # static and traced knobs
+      np.testing.assert_allclose(jnp.exp(f(logits, **knobs))[0], probs,
+                                 atol=1e-6, err_msg=str(knobs))
+
+
+def test_inverse_cdf_sample_frequencies():
+  n = 40_000
+  logp = jnp.log(jnp.tile(jnp.array([0.0, 0.5, 0.3, 0.2, 0.0]), (n, 1)))
+  u = jax.random.uniform(jax.random.key(13), (n,))
+  tokens = np.asarray(jax.jit(sampling.inverse_cdf_sample)(logp, u))
+  freq = np.bincount(tokens, minlength=5) / n
+  np.testing.assert_allclose(freq, [0, 0.5, 0.3, 0.2, 0], atol=0.01)
+  edges = sampling.inverse_cdf_sample(logp[:2], jnp.array([0.0, 1 - 1e-8]))
+  np.testing.assert_array_equal(edges, [1, 3])
+
+
+def test_jit_vmap_over_keys_and_temperatures():
+  prompts = _prompts()
+  keys = jax.random.split(jax.random.key(14), 3)
+  batched = jax.jit(jax.vmap(SAMPLER, in_axes=(None, 0, None)))(
+      PARAMS, keys, prompts)
+  for i in range(3):
+    single = SAMPLER(PARAMS, keys[i], prompts)
+    np.testing.assert_array_equal(batched.tokens[i], single.tokens)
+    np.testing.assert_allclose(batched.logprobs[i], single.logprobs, atol=1e-5)
+
+  def at_temperature(temperature):
+    return sampling.sample(PARAMS, CONFIG, jax.random.key(15), prompts,
+                           max_new_tokens=T, temperature=temperature)
+
+  swept = jax.jit(jax.vmap(at_temperature))(jnp.array([0.0, 1.0]))
+  np.testing.assert_array_equal(swept.tokens[0], _greedy_reference(prompts))
+  warm = _rollout(jax.random.key(15), prompts)
+  np.testing.assert_array_equal(swept.tokens[1], warm.tokens)
