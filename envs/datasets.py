@@ -85,7 +85,8 @@ class SyntheticProblems(tfds.core.GeneratorBasedBuilder):
 
   VERSION = tfds.core.Version("1.0.0")
   RELEASE_NOTES = {"1.0.0": "Initial release."}
-  BUILDER_CONFIGS = [_config("multiplication", 256, 256, 0)]
+  BUILDER_CONFIGS = [_config(name, DEFAULT_SIZES["test"], DEFAULT_SIZES["ood"], 0)
+                     for name in envs.NAMES]
   # Nothing is downloaded, so there is no checksums file. Saying so also skips
   # `code_path`, which needs `importlib_resources` (not installed here).
   _checksums_path = None
@@ -128,7 +129,10 @@ def builder(env_name: str, *, data_dir: Optional[str] = None,
             test_size: int = DEFAULT_SIZES["test"], ood_size: int = DEFAULT_SIZES["ood"],
             seed: int = 0, build: bool = True) -> SyntheticProblems:
   """The TFDS builder of `env_name`'s splits, built (array_record) if needed."""
-  b = SyntheticProblems(config=_config(env_name, test_size, ood_size, seed),
+  config = _config(env_name, test_size, ood_size, seed)
+  if config.name in SyntheticProblems.builder_configs:
+    config = config.name  # tfds refuses a custom config named like a listed one
+  b = SyntheticProblems(config=config,
                         data_dir=data_dir_or_default(data_dir),
                         file_format="array_record")
   if build:

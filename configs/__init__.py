@@ -1,0 +1,1 @@
+"""ml_collections configs: `--config=configs/<name>.py:domain=...,size=...`."""

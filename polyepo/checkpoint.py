@@ -1,0 +1,45 @@
+"""Saving and restoring parameter pytrees with orbax, and config-keyed caches."""
+
+import hashlib
+import json
+import os
+from typing import Any
+
+import orbax.checkpoint as ocp
+
+
+def cache_root(cache_dir: str = "") -> str:
+  """The polyepo cache: `cache_dir`, else $POLYEPO_CACHE, else ~/.cache/polyepo."""
+  return os.path.abspath(os.path.expanduser(
+      cache_dir or os.environ.get("POLYEPO_CACHE", "~/.cache/polyepo")))
+
+
+def config_hash(obj: Any) -> str:
+  """A short stable hash of a JSON-serialisable description of a config."""
+  text = json.dumps(obj, sort_keys=True, default=str)
+  return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def save_params(directory: str, params) -> None:
+  """Writes `params` to `directory`/params (the directory is created)."""
+  os.makedirs(directory, exist_ok=True)
+  with ocp.StandardCheckpointer() as checkpointer:
+    checkpointer.save(os.path.join(os.path.abspath(directory), "params"), params)
+
+
+def load_params(directory: str, abstract_params) -> Any:
+  """Restores params saved by `save_params`, shaped like `abstract_params`.
+
+  Args:
+    directory: what was given to save_params.
+    abstract_params: a pytree of jax.ShapeDtypeStruct, e.g. from jax.eval_shape.
+  """
+  path = os.path.join(os.path.abspath(directory), "params")
+  if not os.path.isdir(path):
+    raise FileNotFoundError(f"No parameters saved under {directory!r} (expected {path}).")
+  with ocp.StandardCheckpointer() as checkpointer:
+    return checkpointer.restore(path, abstract_params)
+
+
+def has_params(directory: str) -> bool:
+  return os.path.isdir(os.path.join(os.path.abspath(directory), "params"))

@@ -1,0 +1,162 @@
+"""Evaluation of a policy on a fixed set of problems: sample, score, summarise.
+
+  results = evaluate(params, model_config, env, problems, key, num_samples=64)
+
+For each problem, `num_samples` responses are drawn at the given temperature in
+jitted chunks; rewards and strategy labels come from the environment. The
+summary (`summarize`) holds pass@k for every k = 1..num_samples (unbiased),
+strategy shares, per-strategy accuracy, distinct and distinct-correct strategies,
+decoy mass, branch point and response length.
+"""
+
+import functools
+from typing import Any, Dict, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from polyepo import metrics, sampling
+from polyepo.env_api import DEGENERATE
+
+
+class Samples(NamedTuple):
+  """Responses to P problems, S samples each (host numpy arrays)."""
+  rewards: np.ndarray        # f32[P, S]
+  labels: np.ndarray         # i32[P, S]
+  lengths: np.ndarray        # i32[P, S]  response tokens incl. EOS
+  branch_points: np.ndarray  # f32[P]     mean shared-prefix length per problem
+
+
+def _take(tree, start, stop):
+  return jax.tree.map(lambda x: x[start:stop], tree)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2, 4, 6))
+def _sample_chunk(params, model_config, env, problems, num_samples, key, temperature):
+  prompts = env.prompt_tokens(problems)
+  num_problems = prompts.shape[0]
+  repeated = jnp.repeat(prompts, num_samples, axis=0)
+  rollout = sampling.sample(params, model_config, key, repeated,
+                            max_new_tokens=env.max_response_len, temperature=temperature)
+  problems_rep = jax.tree.map(lambda x: jnp.repeat(x, num_samples, axis=0), problems)
+  reward, label = env.score(problems_rep, rollout.tokens)
+  shape = (num_problems, num_samples)
+  tokens = rollout.tokens.reshape(shape + rollout.tokens.shape[1:])
+  mask = rollout.mask.reshape(shape + rollout.mask.shape[1:])
+  branch = jax.vmap(metrics.branch_point)(tokens, mask)
+  return (reward.reshape(shape), label.reshape(shape),
+          jnp.sum(mask, -1).astype(jnp.int32), branch)
+
+
+def sample_responses(params, model_config, env, problems, key, *, num_samples: int = 64,
+                     temperature: float = 1.0, problems_per_chunk: int = 16) -> Samples:
+  """Samples and scores `num_samples` responses per problem, in jitted chunks.
+
+  Args:
+    params: policy parameters.
+    model_config: its TransformerConfig.
+    env: an environment (polyepo.env_api.Env).
+    problems: pytree with leading axis P (e.g. a TFDS split).
+    key: PRNG key; chunk i uses fold_in(key, i).
+    num_samples: S, samples per problem.
+    temperature: sampling temperature.
+    problems_per_chunk: problems per compiled call (P is padded to a multiple
+      by repeating the last problem; padded rows are dropped).
+
+  Returns:
+    Samples with host arrays.
+  """
+  num_problems = jax.tree.leaves(problems)[0].shape[0]
+  chunk = min(problems_per_chunk, num_problems)
+  padded = -(-num_problems // chunk) * chunk
+  problems = jax.tree.map(
+      lambda x: np.concatenate([np.asarray(x), np.repeat(np.asarray(x)[-1:], padded - len(x), 0)]),
+      problems)
+  outputs = []
+  for i, start in enumerate(range(0, padded, chunk)):
+    outputs.append(_sample_chunk(params, model_config, env,
+                                 _take(problems, start, start + chunk), num_samples,
+                                 jax.random.fold_in(key, i), temperature))
+  rewards, labels, lengths, branch = (np.concatenate([np.asarray(o[j]) for o in outputs])[:num_problems]
+                                      for j in range(4))
+  return Samples(rewards, labels, lengths, branch)
+
+
+def summarize(samples: Samples, strategy_names) -> Dict[str, Any]:
+  """Summary statistics of sampled responses (plain Python numbers and lists).
+
+  Keys:
+    pass_at_k: {k: mean over problems of the unbiased pass@k}, k = 1..S.
+    strategy_share: {name: share of all samples}, plus "DEGENERATE".
+    strategy_accuracy: {name: mean reward of the samples with that label} (None
+      where a strategy was never produced).
+    distinct_strategies / distinct_correct_strategies: mean over problems of the
+      number of distinct (correct) non-degenerate strategies among its S samples.
+    strategies_used / correct_strategies_used: strategies produced (produced
+      correctly) at least once over all problems.
+    decoy_mass: share of all samples whose (non-degenerate) strategy has no
+      correct sample for that problem.
+    branch_point, mean_length, mean_reward.
+  """
+  rewards, labels = samples.rewards, samples.labels
+  num_problems, num_samples = rewards.shape
+  correct = (rewards > 0).sum(-1)
+  pass_at = np.asarray(metrics.pass_at_k_curve(num_samples, jnp.asarray(correct),
+                                               range(1, num_samples + 1))).mean(0)
+  names = list(strategy_names)
+  flat_labels, flat_rewards = labels.reshape(-1), rewards.reshape(-1)
+  share, accuracy = {}, {}
+  for s, name in enumerate(names + ["DEGENERATE"]):
+    label = DEGENERATE if name == "DEGENERATE" else s
+    hit = flat_labels == label
+    share[name] = float(hit.mean())
+    accuracy[name] = float(flat_rewards[hit].mean()) if hit.any() else None
+  distinct = np.asarray(jax.vmap(metrics.distinct_strategies)(jnp.asarray(labels)))
+  distinct_correct = np.asarray(jax.vmap(metrics.distinct_correct_strategies)(
+      jnp.asarray(rewards), jnp.asarray(labels)))
+  # decoys: per problem, strategies with samples but no correct sample
+  one_hot = labels[..., None] == np.arange(len(names))            # [P, S, K]
+  correct_by_strategy = (one_hot & (rewards[..., None] > 0)).any(1)  # [P, K]
+  decoy = (one_hot & ~correct_by_strategy[:, None, :]).any(-1)     # [P, S]
+  return {
+      "num_problems": int(num_problems),
+      "num_samples": int(num_samples),
+      "mean_reward": float(rewards.mean()),
+      "pass_at_k": {int(k): float(v) for k, v in zip(range(1, num_samples + 1), pass_at)},
+      "strategy_share": share,
+      "strategy_accuracy": accuracy,
+      "distinct_strategies": float(distinct.mean()),
+      "distinct_correct_strategies": float(distinct_correct.mean()),
+      "strategies_used": int(sum(share[n] > 0 for n in names)),
+      "correct_strategies_used": int(correct_by_strategy.any(0).sum()),
+      "decoy_mass": float(decoy.mean()),
+      "branch_point": float(samples.branch_points.mean()),
+      "mean_length": float(samples.lengths.mean()),
+  }
+
+
+def evaluate(params, model_config, env, problems, key, *, num_samples: int = 64,
+             temperature: float = 1.0, problems_per_chunk: int = 16) -> Dict[str, Any]:
+  """`summarize(sample_responses(...))`."""
+  samples = sample_responses(params, model_config, env, problems, key, num_samples=num_samples,
+                             temperature=temperature, problems_per_chunk=problems_per_chunk)
+  return summarize(samples, env.strategy_names)
+
+
+def format_report(summary: Dict[str, Any], title: str = "") -> str:
+  """A compact human-readable report of a summary."""
+  p = summary["pass_at_k"]
+  ks = [k for k in (1, 2, 4, 8, 16, 32, 64) if k in p]
+  lines = [title] if title else []
+  lines.append("pass@k   " + "  ".join(f"@{k}={p[k]:.3f}" for k in ks))
+  lines.append(f"distinct strategies / problem {summary['distinct_strategies']:.2f}, "
+               f"correct {summary['distinct_correct_strategies']:.2f}; used overall "
+               f"{summary['strategies_used']}, correct {summary['correct_strategies_used']}; "
+               f"decoy mass {summary['decoy_mass']:.3f}; branch point "
+               f"{summary['branch_point']:.1f}; mean length {summary['mean_length']:.1f}")
+  lines.append(f"{'strategy':<24}{'share':>8}{'accuracy':>10}")
+  for name, share in summary["strategy_share"].items():
+    acc = summary["strategy_accuracy"][name]
+    lines.append(f"{name:<24}{share:>8.4f}{'' if acc is None else f'{acc:>10.3f}'}")
+  return "\n".join(lines)

@@ -1,0 +1,208 @@
+"""The host loop of an RL run: run directory, compiled chunks, evaluation, checkpoints.
+
+  summary = train_and_evaluate(train_config, model_config, env, env_params, base_params,
+                               eval_problems, workdir, settings)
+
+The host only logs, evaluates and checkpoints between compiled chunks of
+`steps_per_chunk` steps; all seeds train in one program (vmap). The run
+directory holds config.json, train.jsonl and eval.jsonl (the source of truth),
+TensorBoard event files under tb/, and orbax checkpoints under checkpoints/.
+An existing run directory is never overwritten silently: pass resume=True to
+continue from its last checkpoint or overwrite=True to start afresh.
+"""
+
+import dataclasses
+import json
+import os
+import shutil
+import time
+from typing import Any, Dict, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import orbax.checkpoint as ocp
+
+from polyepo import evaluate, train, writers
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSettings:
+  """Host-side settings of a run.
+
+  Attributes:
+    num_seeds: S seeds trained together (vmapped).
+    seed: base seed; seed s uses fold_in(PRNGKey(seed), s).
+    eval_every: evaluate every this many steps (a multiple of steps_per_chunk;
+      0 = only at the start and the end).
+    checkpoint_every: checkpoint every this many steps (a multiple of
+      steps_per_chunk; the last step is always checkpointed).
+    eval_num_problems: problems per eval split.
+    eval_num_samples: samples per problem (pass@k for k up to this).
+    eval_temperature: sampling temperature at evaluation.
+    max_checkpoints: checkpoints kept.
+  """
+  num_seeds: int = 1
+  seed: int = 0
+  eval_every: int = 0
+  checkpoint_every: int = 50
+  eval_num_problems: int = 64
+  eval_num_samples: int = 32
+  eval_temperature: float = 1.0
+  max_checkpoints: int = 2
+
+
+def validate_settings(settings: RunSettings, config: train.TrainConfig) -> None:
+  chunk = config.steps_per_chunk
+  if settings.num_seeds < 1:
+    raise ValueError(f"num_seeds must be >= 1, got {settings.num_seeds}.")
+  for name in ("eval_every", "checkpoint_every"):
+    value = getattr(settings, name)
+    if value < 0 or value % chunk:
+      raise ValueError(f"{name}={value} must be a non-negative multiple of "
+                       f"steps_per_chunk={chunk}.")
+  if config.num_steps % chunk:
+    raise ValueError(f"num_steps={config.num_steps} must be a multiple of "
+                     f"steps_per_chunk={chunk}.")
+
+
+def prepare_workdir(workdir: str, resume: bool, overwrite: bool) -> None:
+  """Creates the run directory; refuses an existing one unless told what to do."""
+  if resume and overwrite:
+    raise ValueError("Pass at most one of resume and overwrite.")
+  if os.path.isdir(workdir) and os.listdir(workdir):
+    if overwrite:
+      shutil.rmtree(workdir)
+    elif not resume:
+      raise FileExistsError(
+          f"Run directory {workdir!r} already exists. Pass --resume to continue it from "
+          f"its last checkpoint or --overwrite to delete it and start again.")
+  os.makedirs(workdir, exist_ok=True)
+
+
+def _seed_params(params, seed: int):
+  return jax.tree.map(lambda x: x[seed], params)
+
+
+def _mean_summary(summaries):
+  """Averages numeric leaves of per-seed summaries (None-aware)."""
+  first = summaries[0]
+  if isinstance(first, dict):
+    return {k: _mean_summary([s[k] for s in summaries]) for k in first}
+  values = [s for s in summaries if s is not None]
+  if not values:
+    return None
+  return float(np.mean(values))
+
+
+def evaluate_seeds(params, model_config, env, eval_problems, settings: RunSettings,
+                   step: int) -> Dict[str, Any]:
+  """{split: {"mean": summary averaged over seeds, "seeds": [summary per seed]}}."""
+  out = {}
+  for i, (split, problems) in enumerate(sorted(eval_problems.items())):
+    problems = jax.tree.map(lambda x: x[:settings.eval_num_problems], problems)
+    per_seed = []
+    for s in range(settings.num_seeds):
+      key = jax.random.fold_in(jax.random.PRNGKey(settings.seed + 7919 * (i + 1)), s)
+      per_seed.append(evaluate.evaluate(
+          _seed_params(params, s), model_config, env, problems,
+          jax.random.fold_in(key, step), num_samples=settings.eval_num_samples,
+          temperature=settings.eval_temperature))
+    out[split] = {"mean": _mean_summary(per_seed), "seeds": per_seed}
+  return out
+
+
+def _step_records(chunk_metrics, first_step: int):
+  """Per-step records: each metric as its seed mean and its per-seed values."""
+  host = jax.tree.map(np.asarray, chunk_metrics)   # [S, steps, ...]
+  steps = next(iter(host.values())).shape[1]
+  for t in range(steps):
+    record = {}
+    for name, value in host.items():
+      per_seed = value[:, t]
+      record[name] = per_seed.mean(0).tolist()
+      record[f"{name}/seeds"] = per_seed.tolist()
+    yield first_step + t + 1, record
+
+
+def train_and_evaluate(config: train.TrainConfig, model_config, env, env_params, base_params,
+                       eval_problems: Dict[str, Any], workdir: str, settings: RunSettings,
+                       *, resume: bool = False, overwrite: bool = False,
+                       config_record: Optional[Dict[str, Any]] = None, mesh=None,
+                       progress: bool = True) -> Dict[str, Any]:
+  """Runs (or resumes) an RL run; returns the final evaluation.
+
+  Args:
+    config: RL settings.
+    model_config: the policy's TransformerConfig.
+    env, env_params: the environment.
+    base_params: the base model (start of every seed, and the KL reference).
+    eval_problems: {split name: problems pytree}, e.g. the TFDS test/ood splits.
+    workdir: run directory.
+    settings: host-side settings.
+    resume, overwrite: what to do with an existing workdir.
+    config_record: JSON-able config written to workdir/config.json.
+    mesh: optional mesh with a `data` axis (see train.make_train).
+    progress: show a tqdm progress bar.
+
+  Returns:
+    The last evaluation ({split: {"mean": ..., "seeds": [...]}}).
+  """
+  from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top
+
+  validate_settings(settings, config)
+  prepare_workdir(workdir, resume, overwrite)
+  if config_record is not None:
+    with open(os.path.join(workdir, "config.json"), "w") as f:
+      json.dump(config_record, f, indent=2, default=str)
+
+  init, run_chunk = train.make_train(config, model_config, env, env_params,
+                                     num_seeds=settings.num_seeds, mesh=mesh)
+  keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(settings.seed), s))(
+      jnp.arange(settings.num_seeds))
+  state = init(base_params, keys)
+
+  options = ocp.CheckpointManagerOptions(max_to_keep=settings.max_checkpoints, create=True)
+  writer = writers.MetricWriter(workdir)
+  with ocp.CheckpointManager(os.path.join(os.path.abspath(workdir), "checkpoints"),
+                             options=options) as manager:
+    start = 0
+    if resume and manager.latest_step() is not None:
+      start = manager.latest_step()
+      abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, state)
+      state = manager.restore(start, args=ocp.args.StandardRestore(abstract))
+      state = train.TrainState(*state)
+      for name in ("train", "eval"):
+        writers.truncate_jsonl(os.path.join(workdir, f"{name}.jsonl"), start)
+    last_eval = None
+    if start == 0:
+      last_eval = evaluate_seeds(state.params, model_config, env, eval_problems, settings, 0)
+      writer.write("eval", 0, last_eval)
+    chunk = config.steps_per_chunk
+    bar = tqdm(total=config.num_steps, initial=start, desc=f"train {config.estimator}",
+               unit="step", disable=not progress)
+    step = start
+    while step < config.num_steps:
+      tic = time.perf_counter()
+      state, chunk_metrics = run_chunk(state, base_params)
+      jax.block_until_ready(state)
+      seconds = time.perf_counter() - tic
+      for s, record in _step_records(chunk_metrics, step):
+        writer.write("train", s, dict(record, seconds_per_step=seconds / chunk))
+      step += chunk
+      bar.update(chunk)
+      bar.set_postfix(reward=f"{record['reward']:.3f}", pass1=f"{record['pass_at_1']:.3f}",
+                      strategies=f"{record['distinct_strategies']:.2f}")
+      final = step == config.num_steps
+      if final or (settings.eval_every and step % settings.eval_every == 0):
+        last_eval = evaluate_seeds(state.params, model_config, env, eval_problems, settings,
+                                   step)
+        writer.write("eval", step, last_eval)
+      if final or (settings.checkpoint_every and step % settings.checkpoint_every == 0):
+        manager.save(step, args=ocp.args.StandardSave(state))
+    bar.close()
+    manager.wait_until_finished()
+  writer.close()
+  if last_eval is None:  # resumed at the end: report the last recorded evaluation
+    last_eval = writers.read_jsonl(os.path.join(workdir, "eval.jsonl"))[-1]
+  return last_eval

@@ -1,0 +1,270 @@
+"""RL post-training of the policy: GRPO, reward shaping and set RL (Poly-EPO).
+
+One compiled step does all of it: sample B prompts -> N rollouts each -> reward
+and strategy label from the environment -> per-prompt advantages by the
+configured estimator -> μ epochs of the clipped policy-gradient loss over
+minibatches -> optax update. `make_train` returns pure functions:
+
+  init(base_params, key) -> TrainState                 # the policy starts at the base model
+  run_chunk(state, base_params) -> (state, metrics)   # `steps_per_chunk` steps in one lax.scan
+
+Both are vmappable over seeds; `make_train(..., num_seeds=S)` returns them vmapped
+(`init(base_params, keys u32[S, 2])`) and jitted. Metrics come back stacked,
+[S, steps_per_chunk] per entry.
+"""
+
+import dataclasses
+import functools
+import math
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from jax.sharding import NamedSharding, PartitionSpec
+
+from polyepo import _checks
+from polyepo import advantages as adv_lib
+from polyepo import losses, metrics
+from polyepo import model as model_lib
+from polyepo import objectives, sampling
+
+ESTIMATORS = ("grpo", "reward_shaping", "set_rl")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+  """Static settings of an RL run (hashable; validated by `validate`).
+
+  Attributes:
+    estimator: "grpo", "reward_shaping" or "set_rl".
+    normalize: grpo / reward_shaping: divide by the group's reward std (False
+      is Dr. GRPO); set_rl: standardise each prompt's marginal advantages.
+    lam: reward-shaping weight λ >= 0.
+    objective: set objective name for set_rl (polychromic = Poly-EPO).
+    set_size: n, the set size for set_rl (1 <= n < N).
+    num_subsets: 0 for the exact all-subsets advantage (closed form where one
+      exists), else K sampled subsets.
+    prompts_per_step: B, prompts per step.
+    samples_per_prompt: N, rollouts per prompt.
+    temperature: rollout temperature.
+    num_epochs: μ, passes over the rollouts per step.
+    num_minibatches: minibatches per epoch (B * N must divide evenly).
+    learning_rate, warmup_steps, weight_decay, grad_clip: optimiser (AdamW,
+      linear warm-up then constant).
+    eps_low, eps_high, aggregation, kl_coef: the clipped PG loss (polyepo.losses).
+    num_steps: total RL steps.
+    steps_per_chunk: steps per compiled chunk.
+  """
+  estimator: str = "set_rl"
+  normalize: bool = True
+  lam: float = 0.0
+  objective: str = "polychromic"
+  set_size: int = 4
+  num_subsets: int = 0
+  prompts_per_step: int = 16
+  samples_per_prompt: int = 16
+  temperature: float = 1.0
+  num_epochs: int = 1
+  num_minibatches: int = 1
+  learning_rate: float = 1e-4
+  warmup_steps: int = 10
+  weight_decay: float = 0.0
+  grad_clip: float = 1.0
+  eps_low: float = 0.2
+  eps_high: float = 0.28
+  aggregation: str = "token_mean"
+  kl_coef: float = 0.0
+  num_steps: int = 200
+  steps_per_chunk: int = 10
+
+
+def validate(config: TrainConfig) -> None:
+  """Raises ValueError naming the field and the valid choices, before compiling."""
+  _checks.one_of("estimator", config.estimator, ESTIMATORS)
+  _checks.one_of("aggregation", config.aggregation, losses.AGGREGATIONS)
+  N = config.samples_per_prompt
+  if N < 2:
+    raise ValueError(f"samples_per_prompt must be >= 2, got {N}.")
+  for name in ("prompts_per_step", "num_epochs", "num_minibatches", "num_steps",
+               "steps_per_chunk"):
+    if getattr(config, name) < 1:
+      raise ValueError(f"{name} must be >= 1, got {getattr(config, name)}.")
+  if (config.prompts_per_step * N) % config.num_minibatches:
+    raise ValueError(
+        f"num_minibatches={config.num_minibatches} must divide prompts_per_step * "
+        f"samples_per_prompt = {config.prompts_per_step * N}.")
+  if config.lam < 0:
+    raise ValueError(f"lam must be >= 0, got {config.lam}.")
+  if config.kl_coef < 0:
+    raise ValueError(f"kl_coef must be >= 0, got {config.kl_coef}.")
+  if config.temperature <= 0:
+    raise ValueError(f"temperature must be > 0, got {config.temperature}.")
+  if not 0 <= config.eps_low < 1 or config.eps_high < 0:
+    raise ValueError(f"need 0 <= eps_low < 1 and eps_high >= 0, got "
+                     f"eps_low={config.eps_low}, eps_high={config.eps_high}.")
+  if config.estimator == "set_rl":
+    _checks.one_of("objective", config.objective, tuple(objectives.OBJECTIVES))
+    if config.objective in objectives.NEEDS_ANSWERS:
+      raise ValueError(f"objective={config.objective!r} needs answer ids, which training "
+                       f"does not collect; choose another objective.")
+    if not 1 <= config.set_size < N:
+      raise ValueError(f"set_size must satisfy 1 <= set_size < samples_per_prompt={N}, "
+                       f"got set_size={config.set_size}.")
+    total = math.comb(N, config.set_size)
+    if config.num_subsets < 0 or config.num_subsets > total:
+      raise ValueError(f"num_subsets must be 0 (all subsets) or 1..C(N, n) = {total}, "
+                       f"got {config.num_subsets}.")
+    if config.num_subsets == 0 and config.objective not in adv_lib.CLOSED_FORMS and total > 1 << 16:
+      raise ValueError(f"objective={config.objective!r} has no closed form and C(N, n) = "
+                       f"{total} subsets are too many to enumerate; set num_subsets.")
+
+
+class TrainState(NamedTuple):
+  params: Any
+  opt_state: Any
+  step: jax.Array      # i32[]
+  key: jax.Array       # u32[2], raw PRNG key data (checkpointable)
+
+
+def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
+  schedule = optax.linear_schedule(0.0, config.learning_rate, max(config.warmup_steps, 1))
+  return optax.chain(optax.clip_by_global_norm(config.grad_clip),
+                     optax.adamw(schedule, weight_decay=config.weight_decay))
+
+
+def group_advantages(config: TrainConfig, rewards: jax.Array, labels: jax.Array,
+                     key: jax.Array) -> jax.Array:
+  """Advantages of one prompt's group. rewards: f32[N], labels: i32[N] -> f32[N]."""
+  if config.estimator == "grpo":
+    return adv_lib.grpo_advantage(rewards, normalize=config.normalize)
+  if config.estimator == "reward_shaping":
+    return adv_lib.reward_shaping_advantage(rewards, labels, config.lam,
+                                            normalize=config.normalize)
+  a = adv_lib.set_rl_advantage(
+      config.objective, rewards, labels, set_size=config.set_size,
+      num_subsets=config.num_subsets or None, key=key)
+  return adv_lib.normalize_advantage(a) if config.normalize else a
+
+
+def _constrain(x, mesh):
+  """Shards the leading (prompt) axis of x over the mesh's `data` axis."""
+  if mesh is None:
+    return x
+  spec = PartitionSpec("data", *([None] * (x.ndim - 1)))
+  return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
+
+
+def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, env,
+               env_params, *, num_seeds: Optional[int] = None, mesh=None
+               ) -> Tuple[Callable, Callable]:
+  """Builds `init(key)` and `run_chunk(state, base_params)`.
+
+  Args:
+    config: the RL settings (validated here).
+    model_config: the policy's TransformerConfig.
+    env, env_params: the environment and its numeric params.
+    num_seeds: if given, the returned functions are vmapped over S seeds and
+      jitted: `init(keys u32[S, 2])`, states with a leading S axis.
+    mesh: optional jax.sharding.Mesh with a `data` axis; prompts and rollouts
+      are sharded over it (B must be divisible by its size).
+
+  Returns:
+    (init, run_chunk). The KL to the base model (`kl_to_base`) is always
+    measured; it enters the loss only when config.kl_coef > 0.
+  """
+  validate(config)
+  if mesh is not None and config.prompts_per_step % mesh.shape["data"]:
+    raise ValueError(f"prompts_per_step={config.prompts_per_step} must be divisible by the "
+                     f"{mesh.shape['data']} devices of the data axis.")
+  optimizer = make_optimizer(config)
+  B, N, T = config.prompts_per_step, config.samples_per_prompt, env.max_response_len
+  minibatch = B * N // config.num_minibatches
+  loss_config = losses.PGLossConfig(config.eps_low, config.eps_high, config.aggregation,
+                                    config.kl_coef)
+  num_strategies = len(env.strategy_names)
+
+  def init(params, key):
+    """A state whose policy starts from `params` (the base model); key: u32[2]."""
+    key = jax.random.wrap_key_data(key) if key.dtype == jnp.uint32 else key
+    return TrainState(params, optimizer.init(params), jnp.zeros((), jnp.int32),
+                      jax.random.key_data(key))
+
+  def logprobs(params, prompts, tokens, mask):
+    return model_lib.sequence_logprobs(params, model_config, prompts, tokens, mask)
+
+  def update(params, opt_state, batch):
+    prompts, tokens, mask, old_logp, ref_logp, advantages = batch
+
+    def loss_fn(p):
+      logp = logprobs(p, prompts, tokens, mask)
+      return losses.clipped_pg_loss(logp, old_logp, advantages, mask, loss_config,
+                                    ref_logp if config.kl_coef else None)
+
+    (loss, loss_metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    loss_metrics = dict(loss_metrics, loss=loss, grad_norm=optax.global_norm(grads))
+    return optax.apply_updates(params, updates), opt_state, loss_metrics
+
+  def train_step(state: TrainState, base_params):
+    key = jax.random.fold_in(jax.random.wrap_key_data(state.key), state.step)
+    problem_key, rollout_key, subset_key, shuffle_key = jax.random.split(key, 4)
+    problems = env.sample_problems(problem_key, env_params, B)
+    prompts = _constrain(env.prompt_tokens(problems), mesh)
+    prompts = jnp.repeat(prompts, N, axis=0)                              # [B*N, P]
+    rollout = sampling.sample(state.params, model_config, rollout_key, prompts,
+                              max_new_tokens=T, temperature=config.temperature)
+    repeated = jax.tree.map(lambda x: jnp.repeat(x, N, axis=0), problems)
+    reward, label = env.score(repeated, rollout.tokens)
+    reward, label = reward.reshape(B, N), label.reshape(B, N)
+    advantages = jax.vmap(functools.partial(group_advantages, config))(
+        reward, label, jax.random.split(subset_key, B))
+    tokens, mask = _constrain(rollout.tokens, mesh), _constrain(rollout.mask, mesh)
+    if config.temperature == 1.0:
+      old_logp = rollout.logprobs
+    else:
+      old_logp = logprobs(state.params, prompts, tokens, mask)
+    ref_logp = logprobs(base_params, prompts, tokens, mask)
+    data = (prompts, tokens, mask, old_logp, ref_logp, advantages.reshape(-1))
+
+    def epoch(carry, epoch_key):
+      params, opt_state = carry
+      order = jax.random.permutation(epoch_key, B * N).reshape(config.num_minibatches,
+                                                               minibatch)
+
+      def minibatch_step(carry, idx):
+        params, opt_state = carry
+        params, opt_state, m = update(params, opt_state, jax.tree.map(lambda x: x[idx], data))
+        return (params, opt_state), m
+
+      return jax.lax.scan(minibatch_step, (params, opt_state), order)
+
+    (params, opt_state), loss_metrics = jax.lax.scan(
+        epoch, (state.params, state.opt_state), jax.random.split(shuffle_key, config.num_epochs))
+    loss_metrics = jax.tree.map(jnp.mean, loss_metrics)
+
+    counts = jax.vmap(lambda l: metrics.strategy_counts(l, num_strategies))(label)
+    step_metrics = dict(
+        loss_metrics,
+        reward=jnp.mean(reward),
+        pass_at_1=jnp.mean(reward > 0),
+        pass_at_n=jnp.mean(jnp.any(reward > 0, axis=1)),
+        distinct_strategies=jnp.mean(jax.vmap(metrics.distinct_strategies)(label)),
+        distinct_correct_strategies=jnp.mean(
+            jax.vmap(metrics.distinct_correct_strategies)(reward, label)),
+        strategy_share=jnp.sum(counts, 0) / (B * N),
+        entropy=-jnp.sum(rollout.logprobs) / jnp.maximum(jnp.sum(rollout.mask), 1),
+        response_length=jnp.mean(jnp.sum(rollout.mask, -1)),
+        kl_to_base=losses.aggregate(losses.kl_k3(old_logp, ref_logp), mask, "token_mean"),
+        advantage_std=jnp.std(advantages),
+    )
+    return TrainState(params, opt_state, state.step + 1, state.key), step_metrics
+
+  def run_chunk(state, base_params):
+    return jax.lax.scan(lambda s, _: train_step(s, base_params), state, None,
+                        length=config.steps_per_chunk)
+
+  if num_seeds is None:
+    return init, run_chunk
+  return (jax.jit(jax.vmap(init, in_axes=(None, 0))),
+          jax.jit(jax.vmap(run_chunk, in_axes=(0, None))))
