@@ -34,19 +34,18 @@ on factor structure (factor_out, halve_double: is 91 or 57 a product of digits?)
 and which succeed for a model on carry patterns (long multiplication and the
 place-value split carry in every partial product when digits are large).
 
-**Label recognition (no strategy tag).** Each strategy's trace for a problem has
-a fixed *template*: its sequence of symbols (numbers and operator tokens, see
-`envs.common`) in which the numbers copied or read off the problem (factors,
-digits with their place value, the rounded factor, midpoint and half gap, the
-halved factor, the digit factors p and q, A+B and C+D) are *fixed* and the
-computed numbers (products, sums, doubled values, the answer) are *free*. A
-response follows a strategy iff every symbol kind agrees and every fixed number
-agrees; the label is the (unique) applicable strategy it follows, else
-DEGENERATE. The templates' operator sequences differ pairwise except long_by_a
-vs long_by_b, which differ in their first fixed operand (a vs b). An arithmetic
-slip changes only free numbers, so a slipped trace keeps its label. Everything
-is vectorised in `jnp` (symbol reading by windows and cumulative sums, template
-matching by broadcast comparison).
+**Label recognition (no strategy tag).** Each strategy has a step grammar: the
+sequence of symbol kinds (numbers and operator tokens, see `envs.common`) of its
+trace for this problem size. A response follows a strategy iff its symbols have
+exactly that sequence of kinds; the numbers in it are free, so an arithmetic slip,
+a miscopied operand or a wrong rounding keeps the label and costs only the reward
+(what a judge reading the work would do). Two signatures are checked on numbers:
+halve_double's first factor is half of a or b, and the long multiplications are
+told apart by their first operand (b first: long_by_a). The grammars differ
+pairwise, so the label is unique; a strategy used where it does not apply keeps
+its label too (and earns 0 unless the answer is right). Everything is vectorised
+in `jnp` (symbol reading by windows and cumulative sums, grammar matching by
+broadcast comparison).
 
 **Reward** is 1 iff the response contains EOS and its last symbols before EOS
 are `#` and a well-formed number (no leading zero) equal to a * b, computed
@@ -480,42 +479,49 @@ def _demonstrate(key, a, b, strategy_ids, slip_rate, da, db, length, max_len):
 
 
 def _follows_static(sym, t):
-  """Whether symbols follow trace t, whose slots are all static: bool[]."""
+  """Whether the symbols have the kinds of trace t, whose slots are all static: bool[]."""
   slots = [i for i, on in enumerate(t.on) if on]
   if not slots:
     return jnp.asarray(False)
   kinds = np.array([t.kinds[i] for i in slots], np.int32)
-  fixed = [i for i in slots if t.fixed[i]]
-  where = np.array([slots.index(i) for i in fixed], np.int32)
-  same = jnp.all(sym.kinds[:len(slots)] == kinds)
-  if fixed:
-    same &= jnp.all(sym.values[where] == jnp.stack([t.values[i] for i in fixed]))
-  return same
+  return jnp.all(sym.kinds[:len(slots)] == kinds)  # the kinds end with EOS
 
 
 def _follows(sym, a, b, da, db):
-  """bool[S]: which strategies' templates the symbols follow (one example).
+  """bool[S]: which strategies' step grammar the symbols follow (one example).
 
-  Every template but halve_double's is static (kinds and fixed positions do not
-  depend on the problem); halve_double's is matched for each number of
-  halvings k and kept where k is the problem's. Only fixed numbers are built, so
-  XLA drops the arithmetic of computed steps.
+  A response follows a strategy when its sequence of symbol kinds (numbers and
+  operator tokens) is that strategy's for this problem size: the numbers in it,
+  copied or computed, are free, so a slip or a miscopied operand keeps the label
+  (as a judge reading the work would keep it) and only costs the reward.
+  halve_double's grammar is matched for every number of halvings, with its first
+  factor half of a or b (its signature: without it, one halving would read as
+  "x*y=z", a bare restatement of the problem). The two long
+  multiplications share a grammar and are told apart by the first operand: b
+  first (with a != b) is long_by_a, anything else long_by_b.
   """
   out = []
   for fn in _STRATEGIES:
     if fn is _halve_double:
-      _, _, k_problem = _halvings(a, b, da, db)
       match = jnp.asarray(False)
       for k in range(1, _max_halvings(da, db) + 1):
         t = _Trace()
         fn(t, a, b, da, db, k=k)
-        match |= (k_problem == k) & _follows_static(sym, t)
+        match |= _follows_static(sym, t)
+      # What makes it halving: the first factor written is half of a or of b
+      # (with k = 1 the grammar alone is just "x*y=z").
+      first = sym.values[0]
+      match &= ((2 * first == a) | (2 * first == b)) & (first > 0)
     else:
       t = _Trace()
       fn(t, a, b, da, db)
       assert not t.dynamic, fn.__name__
       match = _follows_static(sym, t)
     out.append(match)
+  by_a = (sym.values[0] == b) & (a != b)
+  by_b_index, by_a_index = _STRATEGIES.index(_long_by_b), _STRATEGIES.index(_long_by_a)
+  out[by_b_index] = out[by_b_index] & ~by_a
+  out[by_a_index] = out[by_a_index] & by_a
   return jnp.stack(out)
 
 
@@ -525,7 +531,7 @@ def _score(a, b, responses, da, db, length):
 
   def one(a, b, tokens):
     sym = common.tokens_to_symbols(tokens, eos_id=EOS, num_symbols=length)
-    follows = _follows(sym, a, b, da, db) & _applicable(a, b, da, db)
+    follows = _follows(sym, a, b, da, db)
     label = jnp.where(jnp.any(follows), jnp.argmax(follows), DEGENERATE)
     correct = ((sym.final_kind == common.NUM) & (sym.marker == ANSWER)
                & (sym.final_value == a * b))

@@ -203,7 +203,7 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
 
     (loss, loss_metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
     updates, opt_state = optimizer.update(grads, opt_state, params)
-    loss_metrics = dict(loss_metrics, loss=loss, grad_norm=optax.global_norm(grads))
+    loss_metrics = dict(loss_metrics, loss=loss, grad_norm=optax.tree.norm(grads))
     return optax.apply_updates(params, updates), opt_state, loss_metrics
 
   def train_step(state: TrainState, base_params):

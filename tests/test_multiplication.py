@@ -254,16 +254,24 @@ def test_answer_only_and_no_grammar_are_degenerate_but_rewarded():
   np.testing.assert_array_equal(np.asarray(label), DEGENERATE)
 
 
-def test_wrong_copied_operand_loses_label():
-  problems = ENV.parse_problems(["37*48"] * 3)
+def test_miscopied_numbers_keep_the_label():
+  """The label is the strategy the work follows; copying or rounding errors cost
+  the reward, not the label (as for a judge reading the work)."""
+  problems = ENV.parse_problems(["37*48"] * 6)
   responses = _encode([
       "37*8=296;37*40=1480;296+1480=1776;#1776",
       "37*9=333;37*40=1480;333+1480=1813;#1813",  # reads the wrong digit of b
       "38*8=304;38*40=1520;304+1520=1824;#1824",  # copies the wrong factor
+      "48*7=336;48*30=1440;336+1440=1776;#1776",  # by the digits of a
+      "37*60=2220;37*12=444;2220-444=1776;#1776",  # rounds 48 to 60: still round_adjust
+      "40-3=37;40+8=48;40*40=1600;3*3=9;1600-9=1591;#1591",  # wrong midpoint
   ])
   reward, label = score(problems, responses)
-  np.testing.assert_array_equal(np.asarray(label), [0, DEGENERATE, DEGENERATE])
-  np.testing.assert_array_equal(np.asarray(reward), [1, 0, 0])
+  names = ENV.strategy_names
+  want = ["long_by_b", "long_by_b", "long_by_b", "long_by_a", "round_adjust",
+          "difference_of_squares"]
+  np.testing.assert_array_equal(np.asarray(label), [names.index(w) for w in want])
+  np.testing.assert_array_equal(np.asarray(reward), [1, 0, 0, 1, 1, 0])
 
 
 @hypothesis.given(

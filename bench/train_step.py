@@ -1,0 +1,134 @@
+"""RL train-step throughput: phase split, MFU, and vmapped seeds vs sequential runs.
+
+  python -m bench.train_step [--repeats 5] [--seeds 4]
+
+1. A preset other libraries can run identically: a 2-layer, width-128, 4-head
+   transformer (standard multi-head attention), 32-token vocabulary, 16 prompts x
+   16 samples x 48 response tokens (forced to full length), one update epoch, Adam.
+   The step is timed whole (one jitted program) and split into its phases, each
+   jitted alone: rollout, advantage (Poly-EPO's exact polychromic advantage), update.
+2. The real train step (polyepo.train, multiplication domain, default model): S
+   seeds vmapped in one program vs S single-seed programs run one after another.
+
+All numbers are medians after a warm-up, measured side by side in this process;
+FLOP/s are divided by a 2048^3 float32 matmul measured here too (CPU "MFU").
+"""
+
+import argparse
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+import envs
+from bench.model import matmul_peak, sampling_flops, training_flops
+from polyepo import advantages, losses, model, pretrain, sampling, train
+
+PROMPTS, SAMPLES, RESPONSE, PROMPT_LEN = 16, 16, 48, 16
+PRESET = model.TransformerConfig(vocab_size=32, width=128, num_layers=2, num_heads=4,
+                                 num_kv_heads=4, max_len=PROMPT_LEN + RESPONSE, pad_id=0,
+                                 eos_id=1)
+
+
+def _median(fn, repeats):
+  jax.block_until_ready(fn())
+  times = []
+  for _ in range(repeats):
+    start = time.perf_counter()
+    jax.block_until_ready(fn())
+    times.append(time.perf_counter() - start)
+  return float(np.median(times))
+
+
+def preset_phases(repeats):
+  config, batch = PRESET, PROMPTS * SAMPLES
+  params = model.init_params(jax.random.key(0), config)
+  optimizer = optax.adam(1e-4)
+  opt_state = optimizer.init(params)
+  prompts = jax.random.randint(jax.random.key(1), (PROMPTS, PROMPT_LEN), 2, config.vocab_size)
+  prompts = jnp.repeat(prompts, SAMPLES, axis=0)
+
+  def rollout(params, key):
+    return sampling.sample(params, config, key, prompts, max_new_tokens=RESPONSE,
+                           early_stop=False)
+
+  def advantage(key, tokens):
+    rewards = jax.random.bernoulli(key, 0.4, (PROMPTS, SAMPLES)).astype(jnp.float32)
+    labels = (tokens[:, 0] % 8).reshape(PROMPTS, SAMPLES)  # any i32 labels
+    return jax.vmap(lambda r, l: advantages.polychromic_advantage(r, l, 4))(rewards, labels)
+
+  def update(params, opt_state, out, adv):
+    def loss_fn(p):
+      logp = model.sequence_logprobs(p, config, prompts, out.tokens, out.mask)
+      return losses.clipped_pg_loss(logp, out.logprobs, adv.reshape(-1), out.mask)[0]
+    grads = jax.grad(loss_fn)(params)
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state
+
+  def step(params, opt_state, key):
+    rollout_key, reward_key = jax.random.split(key)
+    out = rollout(params, rollout_key)
+    return update(params, opt_state, out, advantage(reward_key, out.tokens))
+
+  key = jax.random.key(2)
+  out = jax.jit(rollout)(params, key)
+  adv = jax.jit(advantage)(key, out.tokens)
+  times = {
+      "rollout": _median(lambda: jax.jit(rollout)(params, key), repeats),
+      "advantage": _median(lambda: jax.jit(advantage)(key, out.tokens), repeats),
+      "update": _median(lambda: jax.jit(update)(params, opt_state, out, adv), repeats),
+      "whole step": _median(lambda: jax.jit(step)(params, opt_state, key), repeats),
+  }
+  flops = {"rollout": sampling_flops(config, batch, PROMPT_LEN, RESPONSE),
+           "update": training_flops(config, batch, PROMPT_LEN + RESPONSE)}
+  flops["whole step"] = flops["rollout"] + flops["update"]
+  return times, flops
+
+
+def seeds_ratio(num_seeds, repeats):
+  env, env_params = envs.make("multiplication")
+  config = pretrain.model_config_for(env)
+  base = model.init_params(jax.random.key(0), config)
+  train_config = train.TrainConfig(estimator="set_rl", prompts_per_step=8, samples_per_prompt=8,
+                                   set_size=4, steps_per_chunk=1, num_steps=1)
+  keys = jnp.arange(2 * num_seeds, dtype=jnp.uint32).reshape(num_seeds, 2)
+  init_s, run_s = train.make_train(train_config, config, env, env_params, num_seeds=num_seeds)
+  init_1, run_1 = train.make_train(train_config, config, env, env_params, num_seeds=1)
+  states = init_s(base, keys)
+  singles = [init_1(base, keys[i:i + 1]) for i in range(num_seeds)]
+  vmapped = _median(lambda: run_s(states, base), repeats)
+  sequential = _median(lambda: [run_1(s, base) for s in singles], repeats)
+  return vmapped, sequential
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--repeats", type=int, default=5)
+  parser.add_argument("--seeds", type=int, default=4)
+  args = parser.parse_args()
+  peak = matmul_peak()
+  print(f"matmul peak (2048^3 f32): {peak / 1e9:.1f} GFLOP/s")
+  times, flops = preset_phases(args.repeats)
+  tokens = PROMPTS * SAMPLES * RESPONSE
+  print(f"\npreset: 2 layers x 128, 4 heads, vocab 32, {PROMPTS} prompts x {SAMPLES} samples "
+        f"x {RESPONSE} tokens (full length), 1 epoch, Adam")
+  print(f"{'phase':<12}{'seconds':>10}{'share':>8}{'tokens/s':>11}{'GFLOP/s':>10}{'MFU':>7}")
+  phases = times["rollout"] + times["advantage"] + times["update"]
+  for name, seconds in times.items():
+    share = f"{seconds / phases:>8.0%}" if name != "whole step" else " " * 8
+    row = f"{name:<12}{seconds:>10.4f}{share}{tokens / seconds:>11,.0f}"
+    if name in flops:
+      row += f"{flops[name] / seconds / 1e9:>10.1f}{flops[name] / seconds / peak:>7.0%}"
+    print(row)
+  print(f"reference: Hugging Face TRL GRPOTrainer, same workload on this machine, ~1.2 s/step; "
+        f"ratio {1.2 / times['whole step']:.1f}x")
+  vmapped, sequential = seeds_ratio(args.seeds, args.repeats)
+  print(f"\ntrain step (multiplication, default model, 8 prompts x 8 samples), {args.seeds} seeds:")
+  print(f"  vmapped in one program {vmapped:.3f} s, {args.seeds} sequential runs "
+        f"{sequential:.3f} s -> throughput ratio {sequential / vmapped:.2f}x")
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,44 @@
+"""Tests for polyepo.evaluate against hand-worked summaries."""
+
+import jax
+import numpy as np
+import pytest
+
+import envs
+from polyepo import evaluate, model, pretrain
+
+
+def test_summarize_hand_values():
+  rewards = np.array([[1, 0, 0, 1], [0, 0, 0, 0]], np.float32)
+  labels = np.array([[0, 0, 1, -1], [1, 1, 2, 2]], np.int32)
+  samples = evaluate.Samples(rewards, labels, np.full((2, 4), 10, np.int32),
+                             np.array([2.0, 4.0], np.float32))
+  s = evaluate.summarize(samples, ("a", "b", "c"))
+  assert s["pass_at_k"][1] == pytest.approx((0.5 + 0.0) / 2)
+  assert s["pass_at_k"][4] == pytest.approx(0.5)
+  assert s["pass_at_k"][2] == pytest.approx((1 - 1 / 6) / 2)  # 1 - C(2,2)/C(4,2)
+  assert s["strategy_share"] == {"a": 2 / 8, "b": 3 / 8, "c": 2 / 8, "DEGENERATE": 1 / 8}
+  assert s["strategy_accuracy"]["a"] == 0.5 and s["strategy_accuracy"]["b"] == 0.0
+  assert s["strategy_accuracy"]["DEGENERATE"] == 1.0
+  assert s["distinct_strategies"] == 2.0          # {a, b} and {b, c}
+  assert s["distinct_correct_strategies"] == 0.5  # {a} and {}
+  assert s["strategies_used"] == 3 and s["correct_strategies_used"] == 1
+  # Decoys: problem 0 -> b (1 sample); problem 1 -> b, c (4 samples): 5 of 8.
+  assert s["decoy_mass"] == pytest.approx(5 / 8)
+  assert s["branch_point"] == 3.0 and s["mean_length"] == 10.0
+  assert "pass@k" in evaluate.format_report(s)
+
+
+def test_sample_responses_shapes_and_determinism():
+  env, params = envs.make("multiplication")
+  mc = pretrain.model_config_for(env, width=32, num_layers=1, num_heads=2)
+  policy = model.init_params(jax.random.key(0), mc)
+  problems = jax.tree.map(np.asarray, env.sample_problems(jax.random.key(1), params, 5))
+  a = evaluate.sample_responses(policy, mc, env, problems, jax.random.key(2), num_samples=3,
+                                problems_per_chunk=2)
+  b = evaluate.sample_responses(policy, mc, env, problems, jax.random.key(2), num_samples=3,
+                                problems_per_chunk=2)
+  assert a.rewards.shape == (5, 3) and a.labels.shape == (5, 3) and a.branch_points.shape == (5,)
+  for x, y in zip(a, b):
+    np.testing.assert_array_equal(x, y)
+  assert np.all((a.lengths >= 1) & (a.lengths <= env.max_response_len))

@@ -1,0 +1,90 @@
+"""Tests for polyepo.pretrain: the corpus, the loss going down, the base-model cache."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from polyepo import model, pretrain
+
+SMALL = dict(width=32, num_layers=1, num_heads=2)
+
+
+@pytest.fixture(scope="module")
+def env():
+  return envs.make("multiplication")
+
+
+def test_corpus_follows_mixture_over_applicable_strategies(env):
+  env, params = env
+  mixture = (8.0, 0, 0, 0, 0, 0, 1.0, 1.0)  # long_by_b, factor_out, karatsuba
+  prompts, responses, mask, strategies = jax.jit(
+      lambda k: pretrain.corpus_batch(env, params, k, 4096, mixture, 0.0))(jax.random.key(0))
+  strategies = np.asarray(strategies)
+  assert set(np.unique(strategies)) <= {0, 6, 7}
+  problems = env.sample_problems(jax.random.split(jax.random.key(0), 3)[0], params, 4096)
+  applicable = np.asarray(env.applicable(problems))
+  assert applicable[np.arange(4096), strategies].all()
+  # Expected share of factor_out: 1/10 where it applies, 0 elsewhere.
+  expected = applicable[:, 6].mean() * 1 / 10
+  assert abs((strategies == 6).mean() - expected) < 0.015
+  # The mask covers each response up to and including its EOS, and the
+  # demonstrations are scored as the strategy that was asked for.
+  _, labels = env.score(problems, responses)
+  np.testing.assert_array_equal(np.asarray(labels), strategies)
+  lengths = np.asarray(mask.sum(1))
+  eos_at = np.argmax(np.asarray(responses) == env.eos_id, axis=1)
+  np.testing.assert_array_equal(lengths, eos_at + 1)
+
+
+def test_response_mask_hand_values():
+  tokens = jnp.array([[5, 6, 1, 0, 0], [1, 0, 0, 0, 0], [5, 5, 5, 5, 5]])
+  np.testing.assert_array_equal(pretrain.response_mask(tokens, eos_id=1),
+                                [[1, 1, 1, 0, 0], [1, 0, 0, 0, 0], [1, 1, 1, 1, 1]])
+
+
+def test_loss_goes_down(env):
+  env, params = env
+  config = pretrain.PretrainConfig(mixture=(1.0,) * 8, batch_size=32, num_steps=40,
+                                   steps_per_chunk=20, learning_rate=3e-3, warmup_steps=5)
+  init, run_chunk = pretrain.make_pretrain(config, pretrain.model_config_for(env, **SMALL),
+                                           env, params)
+  state = init(jax.random.key(0))
+  state, first = run_chunk(state)
+  state, second = run_chunk(state)
+  assert np.all(np.isfinite(second["loss"]))
+  assert second["loss"][-5:].mean() < 0.8 * first["loss"][:5].mean()
+  assert int(state.step) == 40
+
+
+def test_bad_mixture(env):
+  env, params = env
+  mc = pretrain.model_config_for(env, **SMALL)
+  with pytest.raises(ValueError, match="8 strategies: long_by_b"):
+    pretrain.make_pretrain(pretrain.PretrainConfig(mixture=(1.0, 2.0)), mc, env, params)
+  with pytest.raises(ValueError, match="mixture weights"):
+    pretrain.make_pretrain(pretrain.PretrainConfig(mixture=(-1.0,) + (1.0,) * 7), mc, env, params)
+
+
+def test_base_model_is_cached_and_reused(env, tmp_path):
+  env, params = env
+  mc = pretrain.model_config_for(env, **SMALL)
+  config = pretrain.PretrainConfig(mixture=(1.0,) * 8, batch_size=8, num_steps=4,
+                                   steps_per_chunk=2)
+  kwargs = dict(description={"name": "multiplication"}, model_config=mc, config=config,
+                seed=0, cache_dir=str(tmp_path), progress=False)
+  first, directory, trained = pretrain.base_model(env, params, **kwargs)
+  assert trained and str(tmp_path) in directory
+  again, directory2, trained2 = pretrain.base_model(env, params, **kwargs)
+  assert not trained2 and directory2 == directory
+  jax.tree.map(np.testing.assert_array_equal, first, again)
+  # Another config (here: seed) is another cache entry.
+  _, directory3, trained3 = pretrain.base_model(env, params, **{**kwargs, "seed": 1})
+  assert trained3 and directory3 != directory
+  # An explicit directory wins over the cache.
+  explicit = str(tmp_path / "explicit")
+  _, directory4, _ = pretrain.base_model(env, params, **kwargs, checkpoint_dir=explicit)
+  assert directory4 == explicit
