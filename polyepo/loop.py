@@ -205,4 +205,5 @@ def train_and_evaluate(config: train.TrainConfig, model_config, env, env_params,
   writer.close()
   if last_eval is None:  # resumed at the end: report the last recorded evaluation
     last_eval = writers.read_jsonl(os.path.join(workdir, "eval.jsonl"))[-1]
+    last_eval.pop("step")
   return last_eval

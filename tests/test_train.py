@@ -73,9 +73,10 @@ def test_same_seed_same_metrics_and_seeds_are_independent(setup):
 
 
 @pytest.mark.parametrize("estimator,extra", [
-    ("grpo", {}), ("grpo", {"normalize": False}), ("reward_shaping", {"lam": 0.5}),
-    ("set_rl", {}), ("set_rl", {"objective": "pass_at_n"}),
-    ("set_rl", {"num_subsets": 3, "objective": "srl"}),
+    ("grpo", {}), ("reward_shaping", {"lam": 0.5}), ("set_rl", {}),
+    pytest.param("grpo", {"normalize": False}, marks=pytest.mark.slow),
+    pytest.param("set_rl", {"objective": "pass_at_n"}, marks=pytest.mark.slow),
+    pytest.param("set_rl", {"num_subsets": 3, "objective": "srl"}, marks=pytest.mark.slow),
 ])
 def test_equal_rewards_give_no_nan_and_no_update(setup, estimator, extra):
   """An untrained policy never answers right: every reward is 0, every advantage 0,
