@@ -15,6 +15,9 @@ __version__ = "0.1.0"
 
 _SUBMODULES = (
     "advantages",
+    "checkpoint",
+    "evaluate",
+    "loop",
     "losses",
     "metrics",
     "model",
@@ -23,6 +26,8 @@ _SUBMODULES = (
     "sampling",
     "sets",
     "theory",
+    "train",
+    "writers",
 )
 
 

@@ -110,3 +110,4 @@ def test_sample_subsets_vmapped_over_prompts():
   out = jax.jit(jax.vmap(lambda k: sets.sample_subsets(k, 32, 4, 64)))(keys)
   assert out.shape == (8, 64, 4)
   assert not np.array_equal(out[0], out[1])
+
