@@ -31,9 +31,11 @@ def get_config(arg=None):
   # Supervised training on demonstrations (polyepo.pretrain.PretrainConfig fields).
   config.pretrain = ml_collections.ConfigDict()
   config.pretrain.mixture = common.MIXTURES[args.domain]  # weight per strategy
-  config.pretrain.slip_rate = 0.15   # share of demonstrations with an arithmetic slip
+  config.pretrain.slip_rate = common.SLIP_RATES[args.domain]  # share of demonstrations
+                                     # with an arithmetic slip
   config.pretrain.batch_size = 256   # demonstrations per step
-  config.pretrain.num_steps = 700    # optimiser steps (~0.75 s each on 2 cores)
+  config.pretrain.num_steps = common.PRETRAIN_STEPS[args.domain]  # optimiser steps
+                                     # (~0.75-1 s each on 2 cores)
   config.pretrain.learning_rate = 3e-3  # peak AdamW learning rate
   config.pretrain.warmup_steps = 50  # linear warm-up, then cosine decay
   config.pretrain.end_lr_ratio = 0.05   # final / peak learning rate
