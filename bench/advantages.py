@@ -9,26 +9,15 @@ ratios stay meaningful; the absolute times do not.
 
 import argparse
 import math
-import statistics
-import time
 
 import jax
 import jax.numpy as jnp
 
+from bench.timing import median_seconds
 from polyepo import advantages, objectives, sets
 
 COMPARED = ((8, 4), (16, 8), (20, 8))
 CLOSED_ONLY = ((32, 8), (64, 8), (64, 16))
-
-
-def _median_seconds(fn, args, repeats):
-  jax.block_until_ready(fn(*args))  # compile + warm up
-  times = []
-  for _ in range(repeats):
-    start = time.perf_counter()
-    jax.block_until_ready(fn(*args))
-    times.append(time.perf_counter() - start)
-  return statistics.median(times)
 
 
 def _batch(key, prompts, num_samples):
@@ -62,12 +51,12 @@ def main():
     rewards, labels = _batch(jax.random.fold_in(key, num_samples * 100 + n), args.prompts,
                              num_samples)
     closed = _closed(n)
-    t_closed = _median_seconds(closed, (rewards, labels), args.repeats)
+    t_closed = median_seconds(lambda: closed(rewards, labels), args.repeats)
     row = (f"{num_samples:>3} {n:>3} {math.comb(num_samples, n):>11,} "
            f"{t_closed * 1e3:>10.3f} ms")
     if (num_samples, n) in COMPARED:
       enumerated = _enumerated(num_samples, n)
-      t_enum = _median_seconds(enumerated, (rewards, labels), 3)
+      t_enum = median_seconds(lambda: enumerated(rewards, labels), 3)
       diff = float(jnp.max(jnp.abs(closed(rewards, labels) - enumerated(rewards, labels))))
       row += f" {t_enum * 1e3:>10.1f} ms {t_enum / t_closed:>9.0f}x {diff:>11.1e}"
     print(row, flush=True)

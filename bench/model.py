@@ -33,18 +33,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from bench.timing import median_seconds
 from polyepo import model
 from polyepo import sampling
-
-
-def _median_seconds(fn, repeats):
-  jax.block_until_ready(fn())  # warm-up (and compilation)
-  times = []
-  for _ in range(repeats):
-    start = time.perf_counter()
-    jax.block_until_ready(fn())
-    times.append(time.perf_counter() - start)
-  return float(np.median(times))
 
 
 def matmul_peak(size=2048, repeats=10):
@@ -52,7 +43,7 @@ def matmul_peak(size=2048, repeats=10):
   a = jax.random.normal(jax.random.key(0), (size, size), jnp.float32)
   b = jax.random.normal(jax.random.key(1), (size, size), jnp.float32)
   matmul = jax.jit(jnp.matmul)
-  return 2 * size**3 / _median_seconds(lambda: matmul(a, b), repeats)
+  return 2 * size**3 / median_seconds(lambda: matmul(a, b), repeats)
 
 
 def matmul_params(config: model.TransformerConfig) -> int:
@@ -88,7 +79,7 @@ def bench_sampling(config, params, batch, prompt_len, steps, repeats):
   sampler = sampling.make_sampler(config, steps, early_stop=False)
   prompts = _prompts(config, jax.random.key(1), batch, prompt_len)
   keys = iter(jax.random.split(jax.random.key(2), repeats + 1))
-  seconds = _median_seconds(lambda: sampler(params, next(keys), prompts), repeats)
+  seconds = median_seconds(lambda: sampler(params, next(keys), prompts), repeats)
   return batch * steps / seconds, sampling_flops(
       config, batch, prompt_len, steps) / seconds
 
@@ -118,7 +109,7 @@ def bench_training(config, params, batch, prompt_len, steps, repeats):
                                           responses, mask)
     return loss
 
-  seconds = _median_seconds(step, repeats)
+  seconds = median_seconds(step, repeats)
   return (batch * steps / seconds, batch * (prompt_len + steps) / seconds,
           float(jnp.sum(mask)) / seconds,
           training_flops(config, batch, prompt_len + steps) / seconds)

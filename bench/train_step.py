@@ -15,7 +15,6 @@ FLOP/s are divided by a 2048^3 float32 matmul measured here too (CPU "MFU").
 """
 
 import argparse
-import time
 
 import jax
 import jax.numpy as jnp
@@ -24,22 +23,13 @@ import optax
 
 import envs
 from bench.model import matmul_peak, sampling_flops, training_flops
+from bench.timing import median_seconds
 from polyepo import advantages, losses, model, pretrain, sampling, train
 
 PROMPTS, SAMPLES, RESPONSE, PROMPT_LEN = 16, 16, 48, 16
 PRESET = model.TransformerConfig(vocab_size=32, width=128, num_layers=2, num_heads=4,
                                  num_kv_heads=4, max_len=PROMPT_LEN + RESPONSE, pad_id=0,
                                  eos_id=1)
-
-
-def _median(fn, repeats):
-  jax.block_until_ready(fn())
-  times = []
-  for _ in range(repeats):
-    start = time.perf_counter()
-    jax.block_until_ready(fn())
-    times.append(time.perf_counter() - start)
-  return float(np.median(times))
 
 
 def preset_phases(repeats):
@@ -76,10 +66,10 @@ def preset_phases(repeats):
   out = jax.jit(rollout)(params, key)
   adv = jax.jit(advantage)(key, out.tokens)
   times = {
-      "rollout": _median(lambda: jax.jit(rollout)(params, key), repeats),
-      "advantage": _median(lambda: jax.jit(advantage)(key, out.tokens), repeats),
-      "update": _median(lambda: jax.jit(update)(params, opt_state, out, adv), repeats),
-      "whole step": _median(lambda: jax.jit(step)(params, opt_state, key), repeats),
+      "rollout": median_seconds(lambda: jax.jit(rollout)(params, key), repeats),
+      "advantage": median_seconds(lambda: jax.jit(advantage)(key, out.tokens), repeats),
+      "update": median_seconds(lambda: jax.jit(update)(params, opt_state, out, adv), repeats),
+      "whole step": median_seconds(lambda: jax.jit(step)(params, opt_state, key), repeats),
   }
   flops = {"rollout": sampling_flops(config, batch, PROMPT_LEN, RESPONSE),
            "update": training_flops(config, batch, PROMPT_LEN + RESPONSE)}
@@ -98,8 +88,8 @@ def seeds_ratio(num_seeds, repeats):
   init_1, run_1 = train.make_train(train_config, config, env, env_params, num_seeds=1)
   states = init_s(base, keys)
   singles = [init_1(base, keys[i:i + 1]) for i in range(num_seeds)]
-  vmapped = _median(lambda: run_s(states, base), repeats)
-  sequential = _median(lambda: [run_1(s, base) for s in singles], repeats)
+  vmapped = median_seconds(lambda: run_s(states, base), repeats)
+  sequential = median_seconds(lambda: [run_1(s, base) for s in singles], repeats)
   return vmapped, sequential
 
 
