@@ -26,7 +26,6 @@ printed with the results.
 import argparse
 import functools
 import os
-import time
 
 import jax
 import jax.numpy as jnp
