@@ -29,7 +29,6 @@ import os
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from bench.timing import median_seconds

@@ -18,7 +18,6 @@ import argparse
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 import envs

@@ -175,7 +175,9 @@ def train_and_evaluate(config: train.TrainConfig, model_config, env, env_params,
       for name in ("train", "eval"):
         writers.truncate_jsonl(os.path.join(workdir, f"{name}.jsonl"), start)
     last_eval = None
-    if start == 0:
+    if start == 0:  # a fresh run, or one stopped before its first checkpoint
+      for name in ("train", "eval"):
+        writers.truncate_jsonl(os.path.join(workdir, f"{name}.jsonl"), -1)
       last_eval = evaluate_seeds(state.params, model_config, env, eval_problems, settings, 0)
       writer.write("eval", 0, last_eval)
     chunk = config.steps_per_chunk

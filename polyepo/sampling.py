@@ -26,7 +26,6 @@ numbers (filters that are off are then skipped at trace time) or traced
 scalars (vmappable, e.g. a temperature sweep).
 """
 
-import functools
 from typing import NamedTuple, Union
 
 import chex

@@ -16,7 +16,7 @@ Both are vmappable over seeds; `make_train(..., num_seeds=S)` returns them vmapp
 import dataclasses
 import functools
 import math
-from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
+from typing import Any, Callable, NamedTuple, Optional, Tuple
 
 import jax
 import jax.numpy as jnp

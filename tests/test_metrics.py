@@ -1,7 +1,6 @@
 """Tests for polyepo.metrics against brute force and hand-worked values."""
 
 import itertools
-import math
 
 import jax
 import jax.numpy as jnp

@@ -1,6 +1,5 @@
 """Tests for polyepo.pretrain: the corpus, the loss going down, the base-model cache."""
 
-import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -8,7 +7,7 @@ import numpy as np
 import pytest
 
 import envs
-from polyepo import model, pretrain
+from polyepo import pretrain
 
 SMALL = dict(width=32, num_layers=1, num_heads=2)
 

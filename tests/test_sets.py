@@ -5,7 +5,6 @@ import math
 from collections import Counter
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
