@@ -76,12 +76,16 @@ def preset_phases(repeats):
   return times, flops
 
 
-def seeds_ratio(num_seeds, repeats):
+SEED_BATCHES = ((2, 4), (4, 4), (8, 8))  # (prompts, samples) per seed
+
+
+def seeds_ratio(num_seeds, repeats, prompts, samples):
   env, env_params = envs.make("multiplication")
   config = pretrain.model_config_for(env)
   base = model.init_params(jax.random.key(0), config)
-  train_config = train.TrainConfig(estimator="set_rl", prompts_per_step=8, samples_per_prompt=8,
-                                   set_size=4, steps_per_chunk=1, num_steps=1)
+  train_config = train.TrainConfig(estimator="set_rl", prompts_per_step=prompts,
+                                   samples_per_prompt=samples, set_size=2, steps_per_chunk=1,
+                                   num_steps=1)
   keys = jnp.arange(2 * num_seeds, dtype=jnp.uint32).reshape(num_seeds, 2)
   init_s, run_s = train.make_train(train_config, config, env, env_params, num_seeds=num_seeds)
   init_1, run_1 = train.make_train(train_config, config, env, env_params, num_seeds=1)
@@ -113,10 +117,12 @@ def main():
     print(row)
   print(f"reference: Hugging Face TRL GRPOTrainer, same workload on this machine, ~1.2 s/step; "
         f"ratio {1.2 / times['whole step']:.1f}x")
-  vmapped, sequential = seeds_ratio(args.seeds, args.repeats)
-  print(f"\ntrain step (multiplication, default model, 8 prompts x 8 samples), {args.seeds} seeds:")
-  print(f"  vmapped in one program {vmapped:.3f} s, {args.seeds} sequential runs "
-        f"{sequential:.3f} s -> throughput ratio {sequential / vmapped:.2f}x")
+  print(f"\ntrain step (multiplication, default model), {args.seeds} seeds vmapped in one "
+        f"program vs {args.seeds} single-seed programs run one after another:")
+  for prompts, samples in SEED_BATCHES:
+    vmapped, sequential = seeds_ratio(args.seeds, args.repeats, prompts, samples)
+    print(f"  {prompts} prompts x {samples} samples per seed: vmapped {vmapped:.3f} s, "
+          f"sequential {sequential:.3f} s -> throughput ratio {sequential / vmapped:.2f}x")
 
 
 if __name__ == "__main__":
