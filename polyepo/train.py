@@ -158,14 +158,14 @@ def _constrain(x, mesh):
 def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, env,
                env_params, *, num_seeds: Optional[int] = None, mesh=None
                ) -> Tuple[Callable, Callable]:
-  """Builds `init(key)` and `run_chunk(state, base_params)`.
+  """Builds `init(base_params, key)` and `run_chunk(state, base_params)`.
 
   Args:
     config: the RL settings (validated here).
     model_config: the policy's TransformerConfig.
     env, env_params: the environment and its numeric params.
     num_seeds: if given, the returned functions are vmapped over S seeds and
-      jitted: `init(keys u32[S, 2])`, states with a leading S axis.
+      jitted: `init(base_params, keys u32[S, 2])`, states with a leading S axis.
     mesh: optional jax.sharding.Mesh with a `data` axis; prompts and rollouts
       are sharded over it (B must be divisible by its size).
 
@@ -253,6 +253,8 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
         distinct_correct_strategies=jnp.mean(
             jax.vmap(metrics.distinct_correct_strategies)(reward, label)),
         strategy_share=jnp.sum(counts, 0) / (B * N),
+        # Mean -log p of the sampled tokens: an unbiased estimate of the per-token
+        # entropy of the sampling distribution.
         entropy=-jnp.sum(rollout.logprobs) / jnp.maximum(jnp.sum(rollout.mask), 1),
         response_length=jnp.mean(jnp.sum(rollout.mask, -1)),
         kl_to_base=losses.aggregate(losses.kl_k3(old_logp, ref_logp), mask, "token_mean"),
