@@ -52,10 +52,10 @@ grammar over symbols, e.g. vieta_pairs is `S=N,P=N{;N+N=N}+#N,N$` with N = `-`?N
 the eight grammars are compiled at import into one DFA over symbols (they start
 differently, so the union is unambiguous; checked at build time) whose accepting
 states carry the label; `score` runs it with one `lax.scan` over the symbols.
-Numbers copied from the problem must match it: the leading coefficient in
-`factor`; b, b, -4, a, c in the formula's first step; a and b in both groups of
-`grouping`; f(0) = c0 in `integer_scan` (and the literal 0s of the grammars).
-Computed numbers are free, so a slip -- which changes computed numbers, their
+Only the grammars' literal constants must match (the -4 of the formula, the
+evaluation point 0 of the scan, the 0s of the depressed cubic). Numbers copied
+from the problem are free like computed ones: a miscopied coefficient keeps the
+label and costs the reward, as it would for a judge reading the work. Computed numbers are free, so a slip -- which changes computed numbers, their
 length or sign, or how many candidates are tried -- keeps the label. A
 response that follows no grammar to EOS, copies a number wrongly, or only states
 an answer is DEGENERATE. Labels do not depend on applicability: using a strategy
@@ -757,14 +757,18 @@ def _copy_targets(d, c):
       jnp.stack([c[3], c[2], x, c[3], c[2]]),
       jnp.zeros(5, jnp.int32),
   ])
+  # Only the grammars' literal constants are checked (the -4 of the formula, the
+  # evaluation point 0 of the scan, the 0s of the depressed cubic): numbers copied
+  # from the problem are free like computed ones, so a miscopied coefficient keeps
+  # the label and costs the reward, as for a judge reading the work.
   mask = np.array([
+      [0, 0, 0, 0, 0],
+      [0, 0, 1, 0, 0],
+      [0, 0, 0, 0, 0],
+      [0, 0, 0, 0, 0],
+      [0, 0, 0, 0, 0],
       [1, 0, 0, 0, 0],
-      [1, 1, 1, 1, 1],
       [0, 0, 0, 0, 0],
-      [0, 0, 0, 0, 0],
-      [0, 0, 0, 0, 0],
-      [1, 1, 0, 0, 0],
-      [1, 1, 0, 1, 1],
       [0, 0, 1, 1, 0],
   ], bool)
   return values, jnp.asarray(mask)

@@ -286,18 +286,32 @@ def test_hand_written_cubic_and_shift_traces(env):
     assert (reward[0], label[0]) == (1.0, pr.STRATEGY_NAMES.index(name)), text
 
 
-def test_wrong_copy_or_no_work_is_degenerate(env):
+def test_miscopied_numbers_keep_the_label(env):
+  """A miscopied coefficient keeps the label (and costs the reward); a broken
+  literal of the grammar does not."""
   texts = [
       "D=-6*-5+-4*1*6=1;√1=1;(5±1)/2#2,3$",  # b miscopied
-      "2(x+-2)(x+-3)#2,3$",  # wrong leading coefficient
+      "2(x+-2)(x+-3)#2,4$",  # wrong leading coefficient
       "f0=7;f1=2;f-1=12;f2=0;S=5#2,3$",  # f(0) is c0 = 6
+      "D=-5*-5+-3*1*6=7;√7=3;(5±3)/2#1,4$",  # -4 is a literal of the formula
+      "f1=7;f1=2;f-1=12;f2=0;S=5#2,3$",  # the scan starts at 0
+  ]
+  reward, label = _score_texts(env, "x^2 - 5x + 6 = 0", texts)
+  names = ["quadratic_formula", "factor", "integer_scan"]
+  np.testing.assert_array_equal(label, [pr.STRATEGY_NAMES.index(n) for n in names]
+                                + [DEGENERATE, DEGENERATE])
+  np.testing.assert_array_equal(reward, [1, 0, 1, 0, 1])
+
+
+def test_no_work_is_degenerate(env):
+  texts = [
       "#2,3$",  # answer only: reward counts, no label
       "2,3$",
       "S=5,P=6#2,3$",  # no pair tried
   ]
   reward, label = _score_texts(env, "x^2 - 5x + 6 = 0", texts)
   np.testing.assert_array_equal(label, DEGENERATE)
-  np.testing.assert_array_equal(reward, [1, 1, 1, 1, 0, 1])
+  np.testing.assert_array_equal(reward, [1, 0, 1])
 
 
 def test_canonical_answer_order(env):
