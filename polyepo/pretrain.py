@@ -16,7 +16,6 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from polyepo import checkpoint
@@ -76,14 +75,12 @@ def response_mask(tokens: jax.Array, eos_id: int) -> jax.Array:
   return (jnp.cumsum(is_eos, axis=1) - is_eos) == 0
 
 
-def mixture_shares(mixture: Sequence[float]) -> np.ndarray:
-  weights = np.asarray(mixture, np.float64)
-  return weights / weights.sum()
-
-
 def corpus_batch(env, env_params, key: jax.Array, batch_size: int,
                  mixture: Sequence[float], slip_rate: float):
   """A batch of demonstrations.
+
+  A problem none of whose applicable strategies has weight gets no demonstration
+  (its mask row is all False), so it adds nothing to the loss.
 
   Returns:
     (prompts i32[B, P], responses i32[B, T], mask bool[B, T], strategies i32[B]).
@@ -94,9 +91,9 @@ def corpus_batch(env, env_params, key: jax.Array, batch_size: int,
   log_weights = jnp.log(jnp.asarray(mixture, jnp.float32))
   logits = jnp.where(applicable, log_weights[None, :], -jnp.inf)
   strategies = jax.random.categorical(strategy_key, logits, axis=-1).astype(jnp.int32)
-  responses, _ = env.demonstrate(demo_key, problems, strategies, slip_rate=slip_rate)
-  return (env.prompt_tokens(problems), responses,
-          response_mask(responses, env.eos_id), strategies)
+  responses, ok = env.demonstrate(demo_key, problems, strategies, slip_rate=slip_rate)
+  mask = response_mask(responses, env.eos_id) & ok[:, None]
+  return env.prompt_tokens(problems), responses, mask, strategies
 
 
 def _schedule(config: PretrainConfig):

@@ -87,3 +87,14 @@ def test_base_model_is_cached_and_reused(env, tmp_path):
   explicit = str(tmp_path / "explicit")
   _, directory4, _ = pretrain.base_model(env, params, **kwargs, checkpoint_dir=explicit)
   assert directory4 == explicit
+
+
+def test_problems_without_a_weighted_strategy_add_no_loss(env):
+  env, params = env
+  mixture = (0.0,) * 6 + (1.0, 0.0)  # factor_out only: applies to about half the problems
+  key = jax.random.key(4)
+  _, _, mask, _ = pretrain.corpus_batch(env, params, key, 512, mixture, 0.0)
+  problems = env.sample_problems(jax.random.split(key, 3)[0], params, 512)
+  applies = np.asarray(env.applicable(problems))[:, 6]
+  assert 0 < applies.mean() < 1
+  np.testing.assert_array_equal(np.asarray(mask).any(1), applies)
