@@ -88,11 +88,12 @@ def corpus_batch(env, env_params, key: jax.Array, batch_size: int,
   problem_key, strategy_key, demo_key = jax.random.split(key, 3)
   problems = env.sample_problems(problem_key, env_params, batch_size)
   applicable = env.applicable(problems)
-  log_weights = jnp.log(jnp.asarray(mixture, jnp.float32))
-  logits = jnp.where(applicable, log_weights[None, :], -jnp.inf)
+  weights = jnp.asarray(mixture, jnp.float32)
+  allowed = applicable & (weights[None, :] > 0)
+  logits = jnp.where(allowed, jnp.log(jnp.maximum(weights, 1e-30))[None, :], -jnp.inf)
   strategies = jax.random.categorical(strategy_key, logits, axis=-1).astype(jnp.int32)
   responses, ok = env.demonstrate(demo_key, problems, strategies, slip_rate=slip_rate)
-  mask = response_mask(responses, env.eos_id) & ok[:, None]
+  mask = response_mask(responses, env.eos_id) & (ok & jnp.any(allowed, axis=-1))[:, None]
   return env.prompt_tokens(problems), responses, mask, strategies
 
 
