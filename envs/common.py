@@ -21,6 +21,7 @@ Python loops are over at most `MAX_NUM_DIGITS` digit positions.
 
 from typing import NamedTuple, Sequence
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -233,3 +234,40 @@ def text_to_tokens(text: str, stoi: dict, skip: str = " ") -> np.ndarray:
       raise ValueError(f"{text!r}: character {ch!r} is not a token.")
     out.append(stoi[ch])
   return np.asarray(out, np.int32)
+
+
+_ANSWER_HASH_MULTIPLIER = 1_000_003
+
+
+def answer_id(tokens, *, marker_id: int, eos_id: int):
+  """An id of the final answer of one response, for majority voting.
+
+  The answer is the token string after the last `marker_id` and before the
+  first EOS; two responses get the same id iff their answer strings agree (up
+  to a 31-bit hash collision, about 1e-6 for 64 distinct answers).
+
+  Args:
+    tokens: i32[T] one response.
+    marker_id: the token that introduces the answer (e.g. `#`).
+    eos_id: end of sequence.
+
+  Returns:
+    i32[] in [0, 2**31), or -1 when the response has no EOS or no marker before it.
+  """
+  t = tokens.shape[-1]
+  pos = jnp.arange(t)
+  is_eos = tokens == eos_id
+  has_eos = jnp.any(is_eos)
+  eos_pos = jnp.where(has_eos, jnp.argmax(is_eos), t)
+  is_marker = (tokens == marker_id) & (pos < eos_pos)
+  start = jnp.max(jnp.where(is_marker, pos, -1))
+  in_answer = (pos > start) & (pos < eos_pos)
+
+  def step(h, x):
+    token, keep = x
+    h2 = (h * jnp.uint32(_ANSWER_HASH_MULTIPLIER) + token.astype(jnp.uint32) + jnp.uint32(1))
+    return jnp.where(keep, h2, h), None
+
+  h, _ = jax.lax.scan(step, jnp.uint32(0), (tokens, in_answer))
+  h = (h & jnp.uint32(0x7FFFFFFF)).astype(jnp.int32)
+  return jnp.where(has_eos & (start >= 0), h, -1)

@@ -661,6 +661,16 @@ class Multiplication:
     return _score(problems.a, problems.b, jnp.asarray(responses, jnp.int32),
                   self.digits_a, self.digits_b, self._length)
 
+  def answers(self, problems, responses):
+    """i32[B]: an id of each response's final answer (after `#`), -1 if none.
+
+    Equal ids mean equal answer strings; used for majority voting.
+    """
+    del problems  # the answer is read from the response alone
+    chex.assert_rank(responses, 2)
+    return jax.vmap(functools.partial(common.answer_id, marker_id=STOI["#"], eos_id=EOS))(
+        jnp.asarray(responses, jnp.int32))
+
   # -- text -------------------------------------------------------------------
 
   def question_text(self, problems: MultiplicationProblems) -> list:

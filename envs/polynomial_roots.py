@@ -1151,6 +1151,16 @@ class PolynomialRoots:
     return _score(problems.degree, problems.coeffs, problems.roots,
                   jnp.asarray(responses, jnp.int32))
 
+  def answers(self, problems, responses):
+    """i32[B]: an id of each response's final answer (after `#`), -1 if none.
+
+    Equal ids mean equal answer strings; used for majority voting.
+    """
+    del problems  # the answer is read from the response alone
+    chex.assert_rank(responses, 2)
+    return jax.vmap(functools.partial(common.answer_id, marker_id=STOI["#"], eos_id=EOS))(
+        jnp.asarray(responses, jnp.int32))
+
   # -- text -------------------------------------------------------------------
 
   def question_text(self, problems: PolynomialProblems) -> list:

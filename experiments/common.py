@@ -4,7 +4,18 @@ import jax
 
 import envs
 from envs import datasets
-from polyepo import evaluate, pretrain
+from polyepo import evaluate, loop, pretrain, train
+
+
+def rl_settings(config):
+  """Unpacks the ConfigDict into (TrainConfig, RunSettings); validates both."""
+  train_config = train.TrainConfig(**config.train.to_dict())
+  run = config.run.to_dict()
+  num_devices = run.pop("num_devices")
+  run_settings = loop.RunSettings(**run)
+  train.validate(train_config)
+  loop.validate_settings(run_settings, train_config)
+  return train_config, run_settings, num_devices
 
 
 def pretrain_settings(config):

@@ -18,7 +18,7 @@ import jax
 from ml_collections import config_flags
 
 from experiments import common
-from polyepo import evaluate, loop, train
+from polyepo import evaluate, loop
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "RL config file (configs/*.py).",
                                           lock_config=True)
@@ -26,17 +26,6 @@ _WORKDIR = flags.DEFINE_string("workdir", None, "Run directory (default: runs/<n
 _RESUME = flags.DEFINE_bool("resume", False, "Continue an existing run from its last checkpoint.")
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Delete an existing run directory first.")
 flags.mark_flags_as_required(["config"])
-
-
-def settings(config):
-  """Unpacks the ConfigDict into (TrainConfig, RunSettings); validates both."""
-  train_config = train.TrainConfig(**config.train.to_dict())
-  run = config.run.to_dict()
-  num_devices = run.pop("num_devices")
-  run_settings = loop.RunSettings(**run)
-  train.validate(train_config)
-  loop.validate_settings(run_settings, train_config)
-  return train_config, run_settings, num_devices
 
 
 def make_mesh(num_devices: int, prompts_per_step: int):
@@ -62,7 +51,7 @@ def main(argv):
   if os.environ.get("POLYEPO_DISTRIBUTED"):
     jax.distributed.initialize()
   config = _CONFIG.value
-  train_config, run_settings, num_devices = settings(config)  # fail before compiling
+  train_config, run_settings, num_devices = common.rl_settings(config)  # fail early
   workdir = _WORKDIR.value or os.path.join("runs", f"{config.name}-{config.domain}-{config.size}")
   loop.prepare_workdir(workdir, _RESUME.value, _OVERWRITE.value)  # refuse before any work
 

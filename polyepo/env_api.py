@@ -47,6 +47,13 @@ class Env(Protocol):
   def score(self, problems: Problems, responses):
     """(f32[B], i32[B]): reward (1 iff exactly right) and strategy label."""
 
+  def answers(self, problems: Problems, responses):
+    """i32[B]: an id of each response's final answer, -1 for none (optional).
+
+    Responses with equal ids give the same answer; evaluation uses it for
+    majority-vote accuracy and skips that metric for envs without the method.
+    """
+
   def render(self, problems: Problems, responses) -> Sequence[str]:
     """Human-readable text of each (problem, response)."""
 

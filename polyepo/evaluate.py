@@ -6,7 +6,8 @@ For each problem, `num_samples` responses are drawn at the given temperature in
 jitted chunks; rewards and strategy labels come from the environment. The
 summary (`summarize`) holds pass@k for every k = 1..num_samples (unbiased),
 strategy shares, per-strategy accuracy, distinct and distinct-correct strategies,
-decoy mass, branch point and response length.
+decoy mass, branch point, majority-vote accuracy (for envs with `answers`) and
+response length.
 """
 
 import functools
@@ -26,6 +27,7 @@ class Samples(NamedTuple):
   labels: np.ndarray         # i32[P, S]
   lengths: np.ndarray        # i32[P, S]  response tokens incl. EOS
   branch_points: np.ndarray  # f32[P]     mean shared-prefix length per problem
+  answers: np.ndarray        # i32[P, S]  final-answer ids (-1: none, or env without `answers`)
 
 
 def _take(tree, start, stop):
@@ -41,12 +43,16 @@ def _sample_chunk(params, model_config, env, problems, num_samples, key, tempera
                             max_new_tokens=env.max_response_len, temperature=temperature)
   problems_rep = jax.tree.map(lambda x: jnp.repeat(x, num_samples, axis=0), problems)
   reward, label = env.score(problems_rep, rollout.tokens)
+  if hasattr(env, "answers"):
+    answers = env.answers(problems_rep, rollout.tokens)
+  else:
+    answers = jnp.full(label.shape, -1, jnp.int32)
   shape = (num_problems, num_samples)
   tokens = rollout.tokens.reshape(shape + rollout.tokens.shape[1:])
   mask = rollout.mask.reshape(shape + rollout.mask.shape[1:])
   branch = jax.vmap(metrics.branch_point)(tokens, mask)
   return (reward.reshape(shape), label.reshape(shape),
-          jnp.sum(mask, -1).astype(jnp.int32), branch)
+          jnp.sum(mask, -1).astype(jnp.int32), branch, answers.reshape(shape))
 
 
 def sample_responses(params, model_config, env, problems, key, *, num_samples: int = 64,
@@ -78,9 +84,9 @@ def sample_responses(params, model_config, env, problems, key, *, num_samples: i
     outputs.append(_sample_chunk(params, model_config, env,
                                  _take(problems, start, start + chunk), num_samples,
                                  jax.random.fold_in(key, i), temperature))
-  rewards, labels, lengths, branch = (np.concatenate([np.asarray(o[j]) for o in outputs])[:num_problems]
-                                      for j in range(4))
-  return Samples(rewards, labels, lengths, branch)
+  rewards, labels, lengths, branch, answers = (
+      np.concatenate([np.asarray(o[j]) for o in outputs])[:num_problems] for j in range(5))
+  return Samples(rewards, labels, lengths, branch, answers)
 
 
 def summarize(samples: Samples, strategy_names) -> Dict[str, Any]:
@@ -97,6 +103,8 @@ def summarize(samples: Samples, strategy_names) -> Dict[str, Any]:
       correctly) at least once over all problems.
     decoy_mass: share of all samples whose (non-degenerate) strategy has no
       correct sample for that problem.
+    majority_vote: mean over problems of the reward of the most common answer
+      among the S samples (ties averaged); None when no answer ids exist.
     branch_point, mean_length, mean_reward.
   """
   rewards, labels = samples.rewards, samples.labels
@@ -119,6 +127,10 @@ def summarize(samples: Samples, strategy_names) -> Dict[str, Any]:
   one_hot = labels[..., None] == np.arange(len(names))            # [P, S, K]
   correct_by_strategy = (one_hot & (rewards[..., None] > 0)).any(1)  # [P, K]
   decoy = (one_hot & ~correct_by_strategy[:, None, :]).any(-1)     # [P, S]
+  majority = None
+  if (samples.answers >= 0).any():
+    majority = float(np.mean(jax.vmap(metrics.majority_vote)(
+        jnp.asarray(rewards), jnp.asarray(samples.answers))[0]))
   return {
       "num_problems": int(num_problems),
       "num_samples": int(num_samples),
@@ -131,6 +143,7 @@ def summarize(samples: Samples, strategy_names) -> Dict[str, Any]:
       "strategies_used": int(sum(share[n] > 0 for n in names)),
       "correct_strategies_used": int(correct_by_strategy.any(0).sum()),
       "decoy_mass": float(decoy.mean()),
+      "majority_vote": majority,
       "branch_point": float(samples.branch_points.mean()),
       "mean_length": float(samples.lengths.mean()),
   }
@@ -155,6 +168,9 @@ def format_report(summary: Dict[str, Any], title: str = "") -> str:
                f"{summary['strategies_used']}, correct {summary['correct_strategies_used']}; "
                f"decoy mass {summary['decoy_mass']:.3f}; branch point "
                f"{summary['branch_point']:.1f}; mean length {summary['mean_length']:.1f}")
+  if summary.get("majority_vote") is not None:
+    lines.append(f"majority vote over {summary['num_samples']} samples: "
+                 f"{summary['majority_vote']:.3f}")
   lines.append(f"{'strategy':<24}{'share':>8}{'accuracy':>10}")
   for name, share in summary["strategy_share"].items():
     acc = summary["strategy_accuracy"][name]

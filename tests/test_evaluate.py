@@ -11,8 +11,9 @@ from polyepo import evaluate, model, pretrain
 def test_summarize_hand_values():
   rewards = np.array([[1, 0, 0, 1], [0, 0, 0, 0]], np.float32)
   labels = np.array([[0, 0, 1, -1], [1, 1, 2, 2]], np.int32)
+  answers = np.array([[7, 3, 3, 7], [5, 5, 6, -1]], np.int32)
   samples = evaluate.Samples(rewards, labels, np.full((2, 4), 10, np.int32),
-                             np.array([2.0, 4.0], np.float32))
+                             np.array([2.0, 4.0], np.float32), answers)
   s = evaluate.summarize(samples, ("a", "b", "c"))
   assert s["pass_at_k"][1] == pytest.approx((0.5 + 0.0) / 2)
   assert s["pass_at_k"][4] == pytest.approx(0.5)
@@ -26,7 +27,12 @@ def test_summarize_hand_values():
   # Decoys: problem 0 -> b (1 sample); problem 1 -> b, c (4 samples): 5 of 8.
   assert s["decoy_mass"] == pytest.approx(5 / 8)
   assert s["branch_point"] == 3.0 and s["mean_length"] == 10.0
-  assert "pass@k" in evaluate.format_report(s)
+  # Majority vote: problem 0 ties 7 (right) with 3 (wrong) -> 0.5; problem 1 picks 5 -> 0.
+  assert s["majority_vote"] == pytest.approx(0.25)
+  assert "pass@k" in evaluate.format_report(s) and "majority vote" in evaluate.format_report(s)
+  no_answers = evaluate.summarize(samples._replace(answers=np.full((2, 4), -1, np.int32)),
+                                  ("a", "b", "c"))
+  assert no_answers["majority_vote"] is None
 
 
 def test_sample_responses_shapes_and_determinism():
@@ -39,6 +45,7 @@ def test_sample_responses_shapes_and_determinism():
   b = evaluate.sample_responses(policy, mc, env, problems, jax.random.key(2), num_samples=3,
                                 problems_per_chunk=2)
   assert a.rewards.shape == (5, 3) and a.labels.shape == (5, 3) and a.branch_points.shape == (5,)
+  assert a.answers.shape == (5, 3) and a.answers.dtype == np.int32
   for x, y in zip(a, b):
     np.testing.assert_array_equal(x, y)
   assert np.all((a.lengths >= 1) & (a.lengths <= env.max_response_len))

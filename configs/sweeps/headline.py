@@ -1,0 +1,36 @@
+r"""The headline sweep: GRPO vs reward shaping vs Poly-EPO on both domains.
+
+  python -m experiments.sweep --sweep=configs/sweeps/headline.py
+  python -m experiments.report runs/sweeps/headline
+
+Each algorithm trains `seeds` seeds (vmapped in one process) from the domain's
+base model; the Base row of the report is every run's step-0 evaluation. The
+last runs are the correct-only-diversity ablation (`polychromic_correct_only`:
+diversity counted among correct responses only). Evaluation draws 64 samples
+per problem so that pass@64 and 64-sample majority votes can be reported.
+
+Config string: size=smoke|default|paper (default), seeds=3.
+"""
+
+from configs import common
+
+ALGORITHMS = ("grpo", "reward_shaping", "poly_epo")
+
+
+def shared_overrides(seeds: int, size: str):
+  """Run settings shared by every run of the sweeps."""
+  overrides = {"run.num_seeds": seeds, "run.eval_num_samples": 64, "run.eval_num_problems": 64}
+  if size == "smoke":
+    overrides.update({"run.eval_num_samples": 8, "run.eval_num_problems": 4})
+  return overrides
+
+
+def get_sweep(arg=None):
+  args = common.parse_arg(arg, size="default", seeds=3)
+  shared = shared_overrides(args.seeds, args.size)
+  runs = [(f"configs/{algorithm}.py", f"domain={domain},size={args.size}", dict(shared))
+          for domain in common.DOMAINS for algorithm in ALGORITHMS]
+  runs += [("configs/poly_epo.py", f"domain={domain},size={args.size}",
+            dict(shared, **{"train.objective": "polychromic_correct_only"}))
+           for domain in common.DOMAINS]
+  return runs

@@ -1,0 +1,23 @@
+r"""Poly-EPO's set size n ∈ {2, 4, 8} (N = 16 samples per prompt; not for size=smoke,
+whose N = 4).
+
+  python -m experiments.sweep --sweep=configs/sweeps/set_size.py
+
+Config string: domains=all|multiplication|polynomial_roots, size=..., seeds=3.
+"""
+
+from configs import common
+from configs.sweeps import headline
+
+SET_SIZES = (2, 4, 8)
+
+
+def get_sweep(arg=None):
+  args = common.parse_arg(arg, domains="all", size="default", seeds=3)
+  domains = common.DOMAINS if args.domains == "all" else (args.domains,)
+  if domains[0] not in common.DOMAINS:
+    raise ValueError(f"domains={args.domains!r} is not one of: all, {', '.join(common.DOMAINS)}.")
+  shared = headline.shared_overrides(args.seeds, args.size)
+  return [("configs/poly_epo.py", f"domain={domain},size={args.size}",
+           dict(shared, **{"train.set_size": n}))
+          for domain in domains for n in SET_SIZES]

@@ -1,0 +1,286 @@
+r"""Runs a sweep of RL runs: one after another, or several processes at once.
+
+  python -m experiments.sweep --sweep=configs/sweeps/headline.py
+  python -m experiments.sweep --sweep=configs/sweeps/shaping_lambda.py:domain=multiplication
+  python -m experiments.sweep --sweep=configs/sweeps/headline.py:size=smoke --parallel=2
+
+A sweep file defines `get_sweep(arg)` returning its runs as
+`(config file, config string, overrides)` entries, e.g.
+`("configs/grpo.py", "domain=multiplication", {"run.num_seeds": 3})`. Each run is
+`python -m experiments.synthetic` in its own process (seeds are vmapped inside
+it), writing `SWEEP_DIR/runs/<name>/`; its output goes to `SWEEP_DIR/logs/<name>.log`.
+A run's name is its config file's stem, its config-string values and the
+overrides that differ between entries (`reward_shaping-multiplication-lam=0.1`).
+
+Every entry is checked (config file, keys, values) before anything compiles, and
+the base models are pretrained or loaded once, before the runs start. Running the
+same command again resumes the sweep: finished runs are skipped, interrupted ones
+continue from their last checkpoint. A sweep directory made by a different sweep
+is refused unless --overwrite. `SWEEP_DIR/sweep.jsonl` records the command, the
+commit, the machine and each run's wall time; `python -m experiments.report
+SWEEP_DIR` turns the directory into tables and plots.
+"""
+
+import datetime
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from typing import Any, Dict, List, NamedTuple, Sequence
+
+from absl import app, flags, logging
+
+_SWEEP = flags.DEFINE_string("sweep", None, "Sweep file, optionally with a config string: "
+                             "configs/sweeps/headline.py:size=smoke.")
+_SWEEP_DIR = flags.DEFINE_string("sweep_dir", None,
+                                 "Sweep directory (default: runs/sweeps/<sweep name>).")
+_PARALLEL = flags.DEFINE_integer("parallel", 1, "Runs executed at once (processes).")
+_OVERWRITE = flags.DEFINE_bool("overwrite", False, "Delete an existing sweep directory first.")
+flags.mark_flags_as_required(["sweep"])
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class Run(NamedTuple):
+  """One entry of a sweep."""
+  name: str
+  config_file: str
+  config_string: str
+  overrides: Dict[str, Any]
+
+  def flags(self) -> List[str]:
+    """The experiments.synthetic flags of this run (workdir excluded)."""
+    spec = f"{self.config_file}:{self.config_string}" if self.config_string else self.config_file
+    return [f"--config={spec}"] + [f"--config.{k}={v}" for k, v in self.overrides.items()]
+
+
+def _load_module(path: str, what: str):
+  if not os.path.isfile(path):
+    raise FileNotFoundError(f"{what} {path!r} does not exist.")
+  spec = importlib.util.spec_from_file_location(
+      os.path.splitext(os.path.basename(path))[0], path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def _run_name(config_file: str, config_string: str, overrides: Dict[str, Any],
+              varying: Sequence[str]) -> str:
+  parts = [os.path.splitext(os.path.basename(config_file))[0]]
+  parts += [item.partition("=")[2] for item in filter(None, config_string.split(","))]
+  parts += [f"{k.rsplit('.', 1)[-1]}={overrides[k]}" for k in varying if k in overrides]
+  return "-".join(parts)
+
+
+def load_sweep(spec: str) -> List[Run]:
+  """The runs of a sweep file (`path[:config string]`), named and checked.
+
+  Raises:
+    ValueError naming the entry and field for a malformed entry, an unknown
+    config key, an invalid value, or two entries with the same name.
+  """
+  path, _, arg = spec.partition(":")
+  module = _load_module(path, "Sweep file")
+  if not hasattr(module, "get_sweep"):
+    raise ValueError(f"Sweep file {path!r} defines no get_sweep(arg).")
+  entries = list(module.get_sweep(arg or None))
+  if not entries:
+    raise ValueError(f"Sweep {spec!r} has no runs.")
+  for i, entry in enumerate(entries):
+    if (not isinstance(entry, (tuple, list)) or len(entry) != 3
+        or not isinstance(entry[2], dict)):
+      raise ValueError(f"Sweep entry {i} is {entry!r}; expected (config file, config string, "
+                       f"{{override key: value}}).")
+  keys = sorted({k for _, _, o in entries for k in o})
+  varying = [k for k in keys
+             if len({json.dumps(o.get(k), default=str) for _, _, o in entries}) > 1]
+  runs = [Run(_run_name(f, s, o, varying), f, s, dict(o)) for f, s, o in entries]
+  names = [r.name for r in runs]
+  duplicates = sorted({n for n in names if names.count(n) > 1})
+  if duplicates:
+    raise ValueError(f"Sweep entries share the run names {duplicates}; make them differ.")
+  for run in runs:
+    check_run(run)
+  return runs
+
+
+def build_config(run: Run):
+  """The run's ConfigDict: the config file's get_config(string) plus the overrides."""
+  module = _load_module(os.path.join(ROOT, run.config_file)
+                        if not os.path.isabs(run.config_file) else run.config_file,
+                        f"Config file of run {run.name!r}")
+  try:
+    config = module.get_config(run.config_string or None)
+  except ValueError as err:
+    raise ValueError(f"Run {run.name!r}: {err}") from err
+  for key, value in run.overrides.items():
+    *path, leaf = key.split(".")
+    parent = config
+    for depth, part in enumerate(path + [leaf]):
+      if not hasattr(parent, "keys") or part not in parent:
+        valid = ", ".join(sorted(parent.keys())) if hasattr(parent, "keys") else "none"
+        raise ValueError(f"Run {run.name!r}: unknown config key {key!r} (valid at "
+                         f"{part!r}'s level: {valid}).")
+      if depth < len(path):
+        parent = parent[part]
+    try:
+      parent[leaf] = value
+    except TypeError as err:
+      raise ValueError(f"Run {run.name!r}: bad value {value!r} for {key!r}: {err}") from err
+  return config
+
+
+def check_run(run: Run) -> None:
+  """Fails (ValueError naming the run) if the run's config is invalid."""
+  from experiments import common  # pylint: disable=g-import-not-at-top
+  config = build_config(run)
+  try:
+    common.rl_settings(config)
+  except ValueError as err:
+    raise ValueError(f"Run {run.name!r}: {err}") from err
+
+
+def is_finished(workdir: str) -> bool:
+  """Whether a run directory holds the final evaluation of a completed run."""
+  try:
+    with open(os.path.join(workdir, "config.json")) as f:
+      num_steps = json.load(f)["train"]["num_steps"]
+    with open(os.path.join(workdir, "eval.jsonl")) as f:
+      steps = [json.loads(line)["step"] for line in f if line.strip()]
+  except (OSError, ValueError, KeyError):
+    return False
+  return bool(steps) and steps[-1] == num_steps
+
+
+def _commit() -> str:
+  try:
+    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    return rev + ("-dirty" if dirty else "")
+  except (OSError, subprocess.CalledProcessError):
+    return "unknown"
+
+
+def machine() -> str:
+  """A one-line description of this machine."""
+  import jax  # pylint: disable=g-import-not-at-top
+  return (f"{platform.platform()}, {os.cpu_count()} CPU cores, "
+          f"{jax.devices()[0].platform} backend, jax {jax.__version__}")
+
+
+def _log(sweep_dir: str, record: Dict[str, Any]) -> None:
+  record = {"time": datetime.datetime.now().isoformat(timespec="seconds"), **record}
+  with open(os.path.join(sweep_dir, "sweep.jsonl"), "a") as f:
+    f.write(json.dumps(record) + "\n")
+
+
+def prepare_sweep_dir(sweep_dir: str, runs: List[Run], overwrite: bool) -> None:
+  """Creates the sweep directory; refuses one made by a different sweep."""
+  manifest = {"runs": [r._asdict() for r in runs]}
+  path = os.path.join(sweep_dir, "sweep.json")
+  if os.path.exists(path) and overwrite:
+    shutil.rmtree(sweep_dir)
+  if os.path.exists(path):
+    with open(path) as f:
+      existing = json.load(f)
+    if json.dumps(existing, sort_keys=True) != json.dumps(manifest, sort_keys=True, default=str):
+      raise FileExistsError(
+          f"Sweep directory {sweep_dir!r} holds a different sweep. Pass --overwrite to delete "
+          f"it, or --sweep_dir to choose another directory.")
+  os.makedirs(os.path.join(sweep_dir, "runs"), exist_ok=True)
+  os.makedirs(os.path.join(sweep_dir, "logs"), exist_ok=True)
+  with open(path, "w") as f:
+    json.dump(manifest, f, indent=2, sort_keys=True, default=str)
+
+
+def prepare_base_models(runs: List[Run]) -> None:
+  """Pretrains (or loads) each distinct base model once, before the runs start."""
+  from experiments import common  # pylint: disable=g-import-not-at-top
+  seen = set()
+  for run in runs:
+    base = build_config(run).base
+    key = json.dumps(base.to_dict(), sort_keys=True, default=str)
+    if key not in seen:
+      seen.add(key)
+      _, _, _, directory = common.base_model(base)
+      print(f"base model ready: {directory}", flush=True)
+
+
+def run_sweep(runs: List[Run], sweep_dir: str, parallel: int = 1, progress: bool = True) -> bool:
+  """Runs every unfinished run; returns whether all of them succeeded."""
+  from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top
+  pending = []
+  for run in runs:
+    if is_finished(os.path.join(sweep_dir, "runs", run.name)):
+      print(f"skip {run.name}: finished", flush=True)
+    else:
+      pending.append(run)
+  bar = tqdm(total=len(runs), initial=len(runs) - len(pending), desc="sweep", unit="run",
+             disable=not progress)
+  active = {}  # name -> (process, start time, log file)
+  failed = []
+  while pending or active:
+    while pending and len(active) < parallel:
+      run = pending.pop(0)
+      workdir = os.path.join(sweep_dir, "runs", run.name)
+      log = open(os.path.join(sweep_dir, "logs", f"{run.name}.log"), "a")
+      command = [sys.executable, "-m", "experiments.synthetic", *run.flags(),
+                 f"--workdir={workdir}", "--resume"]
+      log.write(f"$ {' '.join(command)}\n")
+      log.flush()
+      process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+      active[run.name] = (process, time.time(), log)
+      tqdm.write(f"start {run.name} (log: {log.name})")
+    time.sleep(0.5)
+    for name, (process, start, log) in list(active.items()):
+      if process.poll() is None:
+        continue
+      seconds = time.time() - start
+      log.close()
+      del active[name]
+      _log(sweep_dir, {"event": "run", "name": name, "returncode": process.returncode,
+                       "seconds": round(seconds, 1)})
+      status = "done" if process.returncode == 0 else f"FAILED (exit {process.returncode})"
+      tqdm.write(f"{status} {name} in {seconds / 60:.1f} min")
+      if process.returncode:
+        failed.append(name)
+      bar.update(1)
+  bar.close()
+  if failed:
+    print(f"{len(failed)} run(s) failed: {', '.join(failed)}; see {sweep_dir}/logs/. "
+          "Run the same command again to retry them.", flush=True)
+  return not failed
+
+
+def main(argv):
+  logging.set_verbosity(logging.WARNING)
+  if len(argv) > 1:
+    raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+  if _PARALLEL.value < 1:
+    raise app.UsageError(f"--parallel must be >= 1, got {_PARALLEL.value}.")
+  runs = load_sweep(_SWEEP.value)  # every entry checked before anything compiles
+  sweep_name = os.path.splitext(os.path.basename(_SWEEP.value.partition(":")[0]))[0]
+  sweep_dir = _SWEEP_DIR.value or os.path.join("runs", "sweeps", sweep_name)
+  prepare_sweep_dir(sweep_dir, runs, _OVERWRITE.value)
+  print(f"sweep {_SWEEP.value}: {len(runs)} runs into {sweep_dir}", flush=True)
+  tic = time.time()
+  _log(sweep_dir, {"event": "start", "command": " ".join(["python -m experiments.sweep"]
+                                                         + sys.argv[1:]),
+                   "commit": _commit(), "machine": machine()})
+  prepare_base_models(runs)
+  ok = run_sweep(runs, sweep_dir, _PARALLEL.value)
+  _log(sweep_dir, {"event": "end", "seconds": round(time.time() - tic, 1), "ok": ok})
+  print(f"sweep finished in {(time.time() - tic) / 60:.1f} min; "
+        f"report: python -m experiments.report {sweep_dir}", flush=True)
+  if not ok:
+    sys.exit(1)
+
+
+if __name__ == "__main__":
+  app.run(main)
