@@ -13,7 +13,7 @@ A run's name is its config file's stem, its config-string values and the
 overrides that differ between entries (`reward_shaping-multiplication-lam=0.1`).
 
 Every entry is checked (config file, keys, values) before anything compiles, and
-the base models are pretrained or loaded once, before the runs start. Running the
+the base models and eval datasets are built once, before the runs start. Running the
 same command again resumes the sweep: finished runs are skipped, interrupted ones
 continue from their last checkpoint. A sweep directory made by a different sweep
 is refused unless --overwrite. `SWEEP_DIR/sweep.jsonl` records the command, the
@@ -199,17 +199,24 @@ def prepare_sweep_dir(sweep_dir: str, runs: List[Run], overwrite: bool) -> None:
     json.dump(manifest, f, indent=2, sort_keys=True, default=str)
 
 
-def prepare_base_models(runs: List[Run]) -> None:
-  """Pretrains (or loads) each distinct base model once, before the runs start."""
+def prepare_shared(runs: List[Run]) -> None:
+  """Builds what runs share, once, before they start (parallel runs would race).
+
+  Pretrains (or loads) each distinct base model and builds each domain's TFDS
+  eval splits.
+  """
   from experiments import common  # pylint: disable=g-import-not-at-top
   seen = set()
   for run in runs:
-    base = build_config(run).base
-    key = json.dumps(base.to_dict(), sort_keys=True, default=str)
+    config = build_config(run)
+    key = json.dumps(config.base.to_dict(), sort_keys=True, default=str)
     if key not in seen:
       seen.add(key)
-      _, _, _, directory = common.base_model(base)
+      _, _, _, directory = common.base_model(config.base)
       print(f"base model ready: {directory}", flush=True)
+    if config.domain not in seen:
+      seen.add(config.domain)
+      common.eval_problems(config.domain)
 
 
 def run_sweep(runs: List[Run], sweep_dir: str, parallel: int = 1, progress: bool = True) -> bool:
@@ -273,7 +280,7 @@ def main(argv):
   _log(sweep_dir, {"event": "start", "command": " ".join(["python -m experiments.sweep"]
                                                          + sys.argv[1:]),
                    "commit": _commit(), "machine": machine()})
-  prepare_base_models(runs)
+  prepare_shared(runs)
   ok = run_sweep(runs, sweep_dir, _PARALLEL.value)
   _log(sweep_dir, {"event": "end", "seconds": round(time.time() - tic, 1), "ok": ok})
   print(f"sweep finished in {(time.time() - tic) / 60:.1f} min; "

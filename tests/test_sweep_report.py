@@ -1,0 +1,155 @@
+"""experiments.sweep and experiments.report end to end on a tiny sweep."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.stats
+
+from experiments import report, sweep
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+TINY_SWEEP = '''
+def get_sweep(arg=None):
+  shared = {"run.num_seeds": 2, "run.eval_num_samples": 8}
+  return [("configs/grpo.py", "size=smoke", dict(shared)),
+          ("configs/reward_shaping.py", "size=smoke", dict(shared, **{"train.lam": 0.1})),
+          ("configs/reward_shaping.py", "size=smoke", dict(shared, **{"train.lam": 1.0}))]
+'''
+
+
+def _env(cache):
+  return dict(os.environ, POLYEPO_CACHE=os.path.join(cache, "models"),
+              POLYEPO_DATA_DIR=os.path.join(cache, "tfds"), JAX_PLATFORMS="cpu")
+
+
+def _sweep(args, cache, timeout=900):
+  return subprocess.run([sys.executable, "-m", "experiments.sweep", *args], cwd=ROOT,
+                        env=_env(cache), capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def tiny_sweep(tmp_path_factory):
+  tmp = tmp_path_factory.mktemp("sweep")
+  path = tmp / "tiny.py"
+  path.write_text(TINY_SWEEP)
+  sweep_dir = tmp / "out"
+  result = _sweep([f"--sweep={path}", f"--sweep_dir={sweep_dir}", "--parallel=2"], str(tmp))
+  assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+  return path, sweep_dir, str(tmp)
+
+
+def test_run_names_show_what_varies():
+  runs = sweep.load_sweep("configs/sweeps/shaping_lambda.py:domains=multiplication")
+  assert [r.name for r in runs] == [f"reward_shaping-multiplication-default-lam={l}"
+                                    for l in (0.1, 0.3, 1.0, 3.0)]
+  assert "--config.train.lam=0.1" in runs[0].flags()
+  headline = sweep.load_sweep("configs/sweeps/headline.py")
+  assert len(headline) == 8 and len({r.name for r in headline}) == 8
+  assert {r.overrides["run.num_seeds"] for r in headline} == {3}
+
+
+@pytest.mark.parametrize("entry, message", [
+    ('("configs/nope.py", "", {})', "does not exist"),
+    ('("configs/grpo.py", "domain=chess", {})', "chess"),
+    ('("configs/grpo.py", "", {"train.lr": 1.0})', "'train.lr'"),
+    ('("configs/poly_epo.py", "", {"train.set_size": 16})', "set_size"),
+    ('("configs/grpo.py", "")', "expected (config file"),
+])
+def test_bad_sweep_entries_fail_naming_the_problem(entry, message, tmp_path):
+  path = tmp_path / "bad.py"
+  path.write_text(f"def get_sweep(arg=None):\n  return [{entry}]\n")
+  with pytest.raises((ValueError, FileNotFoundError), match=None) as err:
+    sweep.load_sweep(str(path))
+  assert message in str(err.value)
+
+
+def test_set_size_sweep_rejects_smoke_size():
+  with pytest.raises(ValueError, match="set_size"):
+    sweep.load_sweep("configs/sweeps/set_size.py:size=smoke")
+
+
+def test_sweep_runs_every_entry_and_logs(tiny_sweep):
+  _, sweep_dir, _ = tiny_sweep
+  names = sorted(os.listdir(sweep_dir / "runs"))
+  assert names == ["grpo-smoke", "reward_shaping-smoke-lam=0.1", "reward_shaping-smoke-lam=1.0"]
+  for name in names:
+    assert sweep.is_finished(str(sweep_dir / "runs" / name))
+    assert (sweep_dir / "logs" / f"{name}.log").exists()
+  events = [json.loads(l) for l in open(sweep_dir / "sweep.jsonl")]
+  assert [e["event"] for e in events][0] == "start" and events[-1]["event"] == "end"
+  assert sorted(e["name"] for e in events if e["event"] == "run") == names
+
+
+def test_sweep_resumes_and_skips_finished_runs(tiny_sweep):
+  path, sweep_dir, cache = tiny_sweep
+  # Make one run look interrupted after its step-2 checkpoint.
+  work = sweep_dir / "runs" / "grpo-smoke"
+  shutil.rmtree(work / "checkpoints" / "4")
+  for name in ("train", "eval"):
+    lines = [l for l in open(work / f"{name}.jsonl") if json.loads(l)["step"] <= 2]
+    (work / f"{name}.jsonl").write_text("".join(lines))
+  untouched = (sweep_dir / "runs" / "reward_shaping-smoke-lam=0.1" / "train.jsonl").read_text()
+  result = _sweep([f"--sweep={path}", f"--sweep_dir={sweep_dir}"], cache)
+  assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+  assert result.stdout.count("skip ") == 2
+  assert [json.loads(l)["step"] for l in open(work / "train.jsonl")] == [1, 2, 3, 4]
+  assert sweep.is_finished(str(work))
+  assert (sweep_dir / "runs" / "reward_shaping-smoke-lam=0.1" / "train.jsonl").read_text() == untouched
+
+
+def test_sweep_refuses_a_different_sweep_in_the_same_directory(tiny_sweep, tmp_path):
+  _, sweep_dir, cache = tiny_sweep
+  other = tmp_path / "other.py"
+  other.write_text('def get_sweep(arg=None):\n  return [("configs/grpo.py", "size=smoke", {})]\n')
+  result = _sweep([f"--sweep={other}", f"--sweep_dir={sweep_dir}"], cache)
+  assert result.returncode != 0 and "--overwrite" in result.stderr
+
+
+def test_mean_ci_matches_student_t():
+  values = [0.2, 0.5, 0.4]
+  mean, half = report.mean_ci(values)
+  lo, hi = scipy.stats.t.interval(0.95, df=2, loc=np.mean(values), scale=scipy.stats.sem(values))
+  assert mean == pytest.approx(np.mean(values))
+  assert half == pytest.approx((hi - lo) / 2, rel=1e-4)
+  for n in range(2, 32):
+    x = np.arange(n, dtype=float) ** 1.5
+    lo, hi = scipy.stats.t.interval(0.95, df=n - 1, loc=x.mean(), scale=scipy.stats.sem(x))
+    assert report.mean_ci(x)[1] == pytest.approx((hi - lo) / 2, rel=1e-3)
+  assert np.isnan(report.mean_ci([0.3])[1])
+
+
+def test_report_tables_follow_the_run_directories(tiny_sweep, tmp_path):
+  _, sweep_dir, _ = tiny_sweep
+  written = report.write_report([str(sweep_dir)], str(tmp_path / "a"))
+  assert {os.path.basename(p) for p in written} == {
+      "report.md", "pass_at_k.png", "training.png", "distinct_correct.png",
+      "strategy_shares.png", "shaping_lambda.png"}
+  text = (tmp_path / "a" / "report.md").read_text()
+  # Regenerating gives the same tables byte for byte.
+  report.write_report([str(sweep_dir)], str(tmp_path / "b"), plots=False)
+  assert (tmp_path / "b" / "report.md").read_text() == text
+  # The best λ has the higher final test pass@k (k = 8 here: 8 samples were drawn).
+  finals = {lam: [json.loads(l) for l in open(sweep_dir / "runs" /
+                                                f"reward_shaping-smoke-lam={lam}" / "eval.jsonl")][-1]
+            for lam in ("0.1", "1.0")}
+  scores = {lam: np.mean([s["pass_at_k"]["8"] for s in f["test"]["seeds"]])
+            for lam, f in finals.items()}
+  best = "1" if scores["1.0"] > scores["0.1"] else "0.1"
+  assert f"Reward shaping (λ={best}, best test pass@8 of λ = 0.1, 1)" in text
+  # Each table cell is the seed mean of the run's final evaluation.
+  final = [json.loads(l) for l in open(sweep_dir / "runs" / "grpo-smoke" / "eval.jsonl")][-1]
+  seeds = [s["pass_at_k"]["1"] for s in final["test"]["seeds"]]
+  mean, half = report.mean_ci(seeds)
+  row = next(l for l in text.splitlines() if l.startswith("| GRPO |"))
+  assert row.split(" | ")[3] == f"{mean:.3f} ± {half:.3f}"
+  base = [json.loads(l) for l in open(sweep_dir / "runs" / "grpo-smoke" / "eval.jsonl")][0]
+  assert base["step"] == 0
+  assert "| Base (step 0) | 2 | 0 |" in text
+  assert "the papers' claims" in text and "needs Base, GRPO and Poly-EPO" in text
+  assert "## Sweeps" in text
