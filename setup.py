@@ -26,7 +26,8 @@ setuptools.setup(
         "numpy>=1.26",
     ],
     extras_require={
-        "test": ["pytest>=8", "pytest-xdist>=3.5", "hypothesis>=6.100", "scipy>=1.11"],
+        "test": ["pytest>=8", "pytest-xdist>=3.5", "hypothesis>=6.100", "scipy>=1.11",
+                 "nbclient>=0.10", "nbformat>=5.10", "ipykernel>=6.29"],
         "notebooks": ["jupyter", "nbclient>=0.10", "nbformat>=5.10", "ipykernel>=6.29"],
     },
 )

@@ -16,6 +16,9 @@ writes to --out (default SWEEP_DIR/report):
   distinct_correct.png  distinct correct strategies per prompt along training.
   strategy_shares.png   rollout strategy shares along training, per algorithm.
   shaping_lambda.png    reward shaping's final metrics against λ (when swept).
+  <sweep name>/         with --archive: the run records (no checkpoints), itself a
+                        sweep directory: `python -m experiments.report OUT/<sweep name>`
+                        regenerates the same tables.
 
 The Base row is the step-0 evaluation (the base model, before any update). The
 reward-shaping row takes the λ with the highest final `test` pass@32. The tables
@@ -24,12 +27,16 @@ depend only on the run directories, so rerunning the report reproduces them.
 
 import json
 import os
+import shutil
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 from absl import app, flags
 import numpy as np
 
 _OUT = flags.DEFINE_string("out", None, "Output directory (default: <first SWEEP_DIR>/report).")
+_ARCHIVE = flags.DEFINE_bool("archive", False, "Also copy the run records (config.json, "
+                             "train.jsonl, eval.jsonl, sweep.jsonl) to OUT/<sweep name>/, so "
+                             "that OUT alone regenerates the report.")
 
 SPLITS = ("test", "ood")
 PASS_KS = (1, 8, 32, 64)
@@ -458,10 +465,34 @@ def plot_shaping_lambda(runs, domains, path) -> bool:
   return True
 
 
-def write_report(sweep_dirs: Sequence[str], out: str, plots: bool = True) -> List[str]:
+RECORDS = ("config.json", "train.jsonl", "eval.jsonl")
+
+
+def archive_records(sweep_dir: str, destination: str) -> None:
+  """Copies a sweep's records (not its checkpoints or logs) to `destination`."""
+  if os.path.abspath(sweep_dir) == os.path.abspath(destination):
+    return
+  for name in ("sweep.json", "sweep.jsonl"):
+    if os.path.exists(os.path.join(sweep_dir, name)):
+      os.makedirs(destination, exist_ok=True)
+      shutil.copyfile(os.path.join(sweep_dir, name), os.path.join(destination, name))
+  for run in sorted(os.listdir(os.path.join(sweep_dir, "runs"))):
+    target = os.path.join(destination, "runs", run)
+    os.makedirs(target, exist_ok=True)
+    for name in RECORDS:
+      source = os.path.join(sweep_dir, "runs", run, name)
+      if os.path.exists(source):
+        shutil.copyfile(source, os.path.join(target, name))
+
+
+def write_report(sweep_dirs: Sequence[str], out: str, plots: bool = True,
+                 archive: bool = False) -> List[str]:
   """Writes report.md (and the plots) into `out`; returns the files written."""
   runs = load_runs(sweep_dirs)
   os.makedirs(out, exist_ok=True)
+  if archive:
+    for sweep_dir in sweep_dirs:
+      archive_records(sweep_dir, os.path.join(out, os.path.basename(os.path.normpath(sweep_dir))))
   written = [os.path.join(out, "report.md")]
   with open(written[0], "w") as f:
     f.write(markdown(runs, sweep_dirs))
@@ -485,7 +516,7 @@ def main(argv):
     raise app.UsageError("Usage: python -m experiments.report SWEEP_DIR [SWEEP_DIR ...] "
                          "[--out=DIR]")
   out = _OUT.value or os.path.join(sweep_dirs[0], "report")
-  for path in write_report(sweep_dirs, out):
+  for path in write_report(sweep_dirs, out, archive=_ARCHIVE.value):
     print(path)
 
 

@@ -153,3 +153,22 @@ def test_report_tables_follow_the_run_directories(tiny_sweep, tmp_path):
   assert "| Base (step 0) | 2 | 0 |" in text
   assert "the papers' claims" in text and "needs Base, GRPO and Poly-EPO" in text
   assert "## Sweeps" in text
+
+
+def test_archived_records_regenerate_the_report(tiny_sweep, tmp_path):
+  _, sweep_dir, _ = tiny_sweep
+  out = tmp_path / "results"
+  report.write_report([str(sweep_dir)], str(out), plots=False, archive=True)
+  archived = out / os.path.basename(sweep_dir)
+  assert sorted(os.listdir(archived / "runs" / "grpo-smoke")) == sorted(report.RECORDS)
+  again = tmp_path / "again"
+  report.write_report([str(archived)], str(again), plots=False)
+  assert (again / "report.md").read_text() == (out / "report.md").read_text()
+
+
+def test_committed_results_regenerate(tmp_path):
+  results = os.path.join(ROOT, "results")
+  if not os.path.isdir(os.path.join(results, "headline")):
+    pytest.skip("no committed results")
+  report.write_report([os.path.join(results, "headline")], str(tmp_path), plots=False)
+  assert (tmp_path / "report.md").read_text() == open(os.path.join(results, "report.md")).read()
