@@ -271,3 +271,11 @@ def answer_id(tokens, *, marker_id: int, eos_id: int):
   h, _ = jax.lax.scan(step, jnp.uint32(0), (tokens, in_answer))
   h = (h & jnp.uint32(0x7FFFFFFF)).astype(jnp.int32)
   return jnp.where(has_eos & (start >= 0), h, -1)
+
+
+def answer_ids(responses, *, marker_id: int, eos_id: int):
+  """`answer_id` of each response: i32[B, T] -> i32[B]."""
+  responses = jnp.asarray(responses, jnp.int32)
+  if responses.ndim != 2:
+    raise ValueError(f"responses must be i32[B, T], got shape {responses.shape}.")
+  return jax.vmap(lambda r: answer_id(r, marker_id=marker_id, eos_id=eos_id))(responses)

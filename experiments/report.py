@@ -194,6 +194,27 @@ def domain_table(rows: Dict[str, Dict[str, Any]], split: str) -> str:
   return "\n".join(lines)
 
 
+SUMMARY_COLUMNS = (("test pass@1", "test", "pass_at_k/1"), ("test pass@32", "test", "pass_at_k/32"),
+                   ("ood pass@1", "ood", "pass_at_k/1"), ("ood pass@32", "ood", "pass_at_k/32"),
+                   ("ood pass@64", "ood", "pass_at_k/64"),
+                   ("distinct correct (test)", "test", "distinct_correct_strategies"),
+                   ("distinct (test)", "test", "distinct_strategies"))
+
+
+def summary_table(rows_by_domain: Dict[str, Dict[str, Dict[str, Any]]]) -> str:
+  """One markdown table of the headline numbers, every domain and row."""
+  header = ["domain", ""] + [c for c, _, _ in SUMMARY_COLUMNS]
+  lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+  for domain, rows in rows_by_domain.items():
+    for label, row in rows.items():
+      record = row["record"]
+      cells = [DOMAIN_TITLES.get(domain, domain), label]
+      cells += [_cell(seed_values(record, split, key)) if split in record else "–"
+                for _, split, key in SUMMARY_COLUMNS]
+      lines.append("| " + " | ".join(cells) + " |")
+  return "\n".join(lines)
+
+
 def strategy_table(rows: Dict[str, Dict[str, Any]], split: str) -> str:
   """Markdown table of the final strategy shares (mean over seeds) per row."""
   first = next(iter(rows.values()))["record"][split]["mean"]["strategy_share"]
@@ -278,10 +299,10 @@ def markdown(runs: List[Run], sweep_dirs: Sequence[str]) -> str:
            "*distinct (correct)*: distinct (correct) strategies among a problem's samples, "
            "averaged over problems; *branch point*: mean shared-prefix length of two samples; "
            "*majority vote*: accuracy of the most common answer among all samples.", ""]
-  for domain in sorted({r.domain for r in runs}):
-    rows = select_rows(runs, domain)
-    if not rows:
-      continue
+  rows_by_domain = {d: select_rows(runs, d) for d in sorted({r.domain for r in runs})}
+  rows_by_domain = {d: rows for d, rows in rows_by_domain.items() if rows}
+  lines += ["## Summary", "", summary_table(rows_by_domain), ""]
+  for domain, rows in rows_by_domain.items():
     title = DOMAIN_TITLES.get(domain, domain)
     for split in SPLITS:
       record = rows["Base"]["record"]
@@ -381,12 +402,11 @@ def plot_distinct_correct(runs, domains, path, window=10):
       if label == "Base":
         continue
       run = row["run"]
-      steps = [0] + [r["step"] for r in run.train]
-      base = run.evals[0]["test"]["mean"]["distinct_correct_strategies"]
-      del base  # evaluation uses 64 samples; rollouts N per prompt: not comparable
+      # Rollouts (N per prompt) and evaluation (more samples) count over different
+      # sample sizes: compare curves within a kind, not across.
       values = np.array([r["distinct_correct_strategies/seeds"] for r in run.train])  # [T, S]
       mean = _smooth(values.mean(1), window)
-      ax.plot(steps[1:], mean, label=label, color=_color(label), lw=2)
+      ax.plot([r["step"] for r in run.train], mean, label=label, color=_color(label), lw=2)
       evals = run.evals
       ax.plot([e["step"] for e in evals],
               [e["test"]["mean"]["distinct_correct_strategies"] for e in evals], "s--",
@@ -397,8 +417,10 @@ def plot_distinct_correct(runs, domains, path, window=10):
     ax.set_ylabel("distinct correct strategies per prompt")
     ax.grid(alpha=0.3)
   axes[0, 0].legend(fontsize=8)
-  fig.suptitle(f"Distinct correct strategies: lines = training rollouts ({n} per prompt, "
-               f"{window}-step mean), squares = test evaluation (64 samples)", fontsize=10)
+  samples = int(runs[0].evals[-1]["test"]["mean"]["num_samples"])
+  fig.suptitle(f"Distinct correct strategies per prompt\nlines: training rollouts ({n} per "
+               f"prompt, {window}-step mean); squares: test evaluation ({samples} samples)",
+               fontsize=10)
   fig.tight_layout()
   fig.savefig(path, dpi=110)
   plt.close(fig)

@@ -52,6 +52,10 @@ def test_run_names_show_what_varies():
   headline = sweep.load_sweep("configs/sweeps/headline.py")
   assert len(headline) == 8 and len({r.name for r in headline}) == 8
   assert {r.overrides["run.num_seeds"] for r in headline} == {3}
+  longer = sweep.load_sweep("configs/sweeps/longer.py:domains=polynomial_roots,steps=300")
+  assert [r.name for r in longer] == ["grpo-polynomial_roots-default",
+                                      "poly_epo-polynomial_roots-default"]
+  assert longer[0].overrides["train.num_steps"] == 300
 
 
 @pytest.mark.parametrize("entry, message", [

@@ -25,6 +25,15 @@ def shared_overrides(seeds: int, size: str):
   return overrides
 
 
+def domains(value: str):
+  """The domains a sweep's `domains=` config-string value names: all, or one."""
+  if value == "all":
+    return common.DOMAINS
+  if value not in common.DOMAINS:
+    raise ValueError(f"domains={value!r} is not one of: all, {', '.join(common.DOMAINS)}.")
+  return (value,)
+
+
 def get_sweep(arg=None):
   args = common.parse_arg(arg, size="default", seeds=3)
   shared = shared_overrides(args.seeds, args.size)

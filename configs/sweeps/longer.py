@@ -18,9 +18,7 @@ from configs.sweeps import headline
 def get_sweep(arg=None):
   args = common.parse_arg(arg, domains="all", size="default", seeds=1, steps=200,
                           learning_rate=1e-4)
-  domains = common.DOMAINS if args.domains == "all" else (args.domains,)
-  if domains[0] not in common.DOMAINS:
-    raise ValueError(f"domains={args.domains!r} is not one of: all, {', '.join(common.DOMAINS)}.")
+  domains = headline.domains(args.domains)
   shared = dict(headline.shared_overrides(args.seeds, args.size),
                 **{"train.num_steps": args.steps, "train.learning_rate": args.learning_rate})
   return [(f"configs/{algorithm}.py", f"domain={domain},size={args.size}", dict(shared))

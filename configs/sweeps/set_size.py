@@ -14,9 +14,7 @@ SET_SIZES = (2, 4, 8)
 
 def get_sweep(arg=None):
   args = common.parse_arg(arg, domains="all", size="default", seeds=3)
-  domains = common.DOMAINS if args.domains == "all" else (args.domains,)
-  if domains[0] not in common.DOMAINS:
-    raise ValueError(f"domains={args.domains!r} is not one of: all, {', '.join(common.DOMAINS)}.")
+  domains = headline.domains(args.domains)
   shared = headline.shared_overrides(args.seeds, args.size)
   return [("configs/poly_epo.py", f"domain={domain},size={args.size}",
            dict(shared, **{"train.set_size": n}))

@@ -18,9 +18,7 @@ LAMBDAS = (0.1, 0.3, 1.0, 3.0)
 
 def get_sweep(arg=None):
   args = common.parse_arg(arg, domains="all", size="default", seeds=3)
-  domains = common.DOMAINS if args.domains == "all" else (args.domains,)
-  if domains[0] not in common.DOMAINS:
-    raise ValueError(f"domains={args.domains!r} is not one of: all, {', '.join(common.DOMAINS)}.")
+  domains = headline.domains(args.domains)
   shared = headline.shared_overrides(args.seeds, args.size)
   return [("configs/reward_shaping.py", f"domain={domain},size={args.size}",
            dict(shared, **{"train.lam": lam}))
