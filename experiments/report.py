@@ -47,7 +47,8 @@ COLUMNS = ([(f"pass@{k}", f"pass_at_k/{k}") for k in PASS_KS]
               ("majority vote", "majority_vote")])
 ORDER = ("Base", "GRPO", "Dr. GRPO", "Reward shaping", "Poly-EPO")
 COLORS = {"Base": "0.45", "GRPO": "tab:red", "Dr. GRPO": "tab:pink",
-          "Reward shaping": "tab:orange", "Poly-EPO": "tab:blue"}
+          "Reward shaping": "tab:orange", "Poly-EPO": "tab:blue",
+          "Poly-EPO (correct-only diversity)": "tab:purple"}
 DOMAIN_TITLES = {"multiplication": "Multiplication", "polynomial_roots": "Polynomial roots"}
 
 # Two-sided 95% quantiles of Student's t with df = 1..30 degrees of freedom.

@@ -22,7 +22,12 @@ def test_every_notebook_has_tiny_settings():
   assert sorted(f for f in os.listdir(NOTEBOOKS) if f.endswith(".ipynb")) == sorted(TINY)
 
 
-@pytest.mark.parametrize("name", sorted(TINY))
+# The quickstart pretrains and post-trains (about a minute even on tiny settings).
+SLOW = {"01_quickstart.ipynb"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n
+                                  for n in sorted(TINY)])
 def test_notebook_runs(name, tmp_path, monkeypatch):
   monkeypatch.setenv("POLYEPO_CACHE", str(tmp_path / "cache"))
   monkeypatch.setenv("POLYEPO_DATA_DIR", str(tmp_path / "tfds"))
