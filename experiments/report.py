@@ -94,10 +94,9 @@ def algorithm_label(config: Dict[str, Any]) -> str:
 
 
 def _read_jsonl(path: str) -> List[Dict[str, Any]]:
-  if not os.path.exists(path):
-    return []
-  with open(path) as f:
-    return [json.loads(line) for line in f if line.strip()]
+  """`writers.read_jsonl`, or [] for a missing file."""
+  from polyepo import writers  # pylint: disable=g-import-not-at-top
+  return writers.read_jsonl(path) if os.path.exists(path) else []
 
 
 def load_runs(sweep_dirs: Sequence[str]) -> List[Run]:

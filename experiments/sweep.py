@@ -34,6 +34,8 @@ from typing import Any, Dict, List, NamedTuple, Sequence
 
 from absl import app, flags, logging
 
+from polyepo import writers
+
 _SWEEP = flags.DEFINE_string("sweep", None, "Sweep file, optionally with a config string: "
                              "configs/sweeps/headline.py:size=smoke.")
 _SWEEP_DIR = flags.DEFINE_string("sweep_dir", None,
@@ -149,8 +151,7 @@ def is_finished(workdir: str) -> bool:
   try:
     with open(os.path.join(workdir, "config.json")) as f:
       num_steps = json.load(f)["train"]["num_steps"]
-    with open(os.path.join(workdir, "eval.jsonl")) as f:
-      steps = [json.loads(line)["step"] for line in f if line.strip()]
+    steps = [r["step"] for r in writers.read_jsonl(os.path.join(workdir, "eval.jsonl"))]
   except (OSError, ValueError, KeyError):
     return False
   return bool(steps) and steps[-1] == num_steps

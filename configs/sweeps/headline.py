@@ -43,3 +43,14 @@ def get_sweep(arg=None):
             dict(shared, **{"train.objective": "polychromic_correct_only"}))
            for domain in common.DOMAINS]
   return runs
+
+
+def one_knob_sweep(arg, config_file: str, key: str, values):
+  """Runs of `config_file` with `key` set to each of `values`, on the chosen domains.
+
+  Config string: domains=all|<domain>, size=default, seeds=3.
+  """
+  args = common.parse_arg(arg, domains="all", size="default", seeds=3)
+  shared = shared_overrides(args.seeds, args.size)
+  return [(config_file, f"domain={domain},size={args.size}", dict(shared, **{key: value}))
+          for domain in domains(args.domains) for value in values]

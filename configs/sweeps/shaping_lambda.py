@@ -10,16 +10,10 @@ row uses the best λ per domain (highest final `test` pass@32 among the λ runs)
 Config string: domains=all|multiplication|polynomial_roots, size=..., seeds=3.
 """
 
-from configs import common
 from configs.sweeps import headline
 
 LAMBDAS = (0.1, 0.3, 1.0, 3.0)
 
 
 def get_sweep(arg=None):
-  args = common.parse_arg(arg, domains="all", size="default", seeds=3)
-  domains = headline.domains(args.domains)
-  shared = headline.shared_overrides(args.seeds, args.size)
-  return [("configs/reward_shaping.py", f"domain={domain},size={args.size}",
-           dict(shared, **{"train.lam": lam}))
-          for domain in domains for lam in LAMBDAS]
+  return headline.one_knob_sweep(arg, "configs/reward_shaping.py", "train.lam", LAMBDAS)
