@@ -36,11 +36,11 @@ from polyepo import model
 from polyepo import sampling
 
 
-def matmul_peak(size=2048, repeats=10):
-  """Median FLOP/s of a size^3 float32 matmul."""
+def matmul_peak(size=2048, repeats=10, matmul_dtype="float32"):
+  """Median FLOP/s of a size^3 matmul: float32, or as `model.bf16_matmul` does it."""
   a = jax.random.normal(jax.random.key(0), (size, size), jnp.float32)
   b = jax.random.normal(jax.random.key(1), (size, size), jnp.float32)
-  matmul = jax.jit(jnp.matmul)
+  matmul = jax.jit(model.bf16_matmul if matmul_dtype == "bfloat16" else jnp.matmul)
   return 2 * size**3 / median_seconds(lambda: matmul(a, b), repeats)
 
 

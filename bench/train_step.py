@@ -6,15 +6,23 @@
    transformer (standard multi-head attention), 32-token vocabulary, 16 prompts x
    16 samples x 48 response tokens (forced to full length), one update epoch, Adam.
    The step is timed whole (one jitted program) and split into its phases, each
-   jitted alone: rollout, advantage (Poly-EPO's exact polychromic advantage), update.
+   jitted alone: rollout, advantage (Poly-EPO's exact polychromic advantage), update;
+   once with float32 matmuls and once with `matmul_dtype="bfloat16"` (bfloat16
+   operands, float32 accumulation; AMX on recent Intel CPUs).
 2. The real train step (polyepo.train, multiplication domain, default model): S
-   seeds vmapped in one program vs S single-seed programs run one after another.
+   seeds vmapped in one program, mapped one at a time in one program
+   (`seed_batch_size=1`), S single-seed programs run one after another, and one
+   seed with S times the prompts: the most any batching of the seeds can gain,
+   since it runs the same FLOPs with shared weights. Timed in turn, round after
+   round.
 
 All numbers are medians after a warm-up, measured side by side in this process;
-FLOP/s are divided by a 2048^3 float32 matmul measured here too (CPU "MFU").
+FLOP/s are divided by a 2048^3 matmul of the same precision measured here too (CPU
+"MFU"; the bfloat16 one includes casting its float32 operands, as the model does).
 """
 
 import argparse
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -22,7 +30,7 @@ import optax
 
 import envs
 from bench.model import matmul_peak, sampling_flops, training_flops
-from bench.timing import median_seconds
+from bench.timing import interleaved_median_seconds, median_seconds
 from polyepo import advantages, losses, model, pretrain, sampling, train
 
 PROMPTS, SAMPLES, RESPONSE, PROMPT_LEN = 16, 16, 48, 16
@@ -31,8 +39,8 @@ PRESET = model.TransformerConfig(vocab_size=32, width=128, num_layers=2, num_hea
                                  eos_id=1)
 
 
-def preset_phases(repeats):
-  config, batch = PRESET, PROMPTS * SAMPLES
+def preset_phases(repeats, matmul_dtype="float32"):
+  config, batch = dataclasses.replace(PRESET, matmul_dtype=matmul_dtype), PROMPTS * SAMPLES
   params = model.init_params(jax.random.key(0), config)
   optimizer = optax.adam(1e-4)
   opt_state = optimizer.init(params)
@@ -76,24 +84,42 @@ def preset_phases(repeats):
   return times, flops
 
 
-SEED_BATCHES = ((2, 4), (4, 4), (8, 8))  # (prompts, samples) per seed
+SEED_BATCHES = ((2, 4), (4, 4), (8, 8), (16, 16), (8, 32))  # (prompts, samples) per seed
 
 
 def seeds_ratio(num_seeds, repeats, prompts, samples):
+  """Seconds per step of S seeds trained four ways, timed in turn.
+
+  vmapped: one program, all S seeds vmapped (seed_batch_size=0); mapped: one
+  program, seeds one at a time (seed_batch_size=1, `lax.map`); sequential: S
+  single-seed programs run one after another; combined: one seed with S times
+  the prompts. The last is the ceiling of any seed batching: S seeds in one
+  program do the same work as one seed with S times the prompts, except that
+  their matmuls cannot share weights, so batched seeds are at most
+  sequential / combined times faster than sequential runs.
+  """
   env, env_params = envs.make("multiplication")
   config = pretrain.model_config_for(env)
   base = model.init_params(jax.random.key(0), config)
-  train_config = train.TrainConfig(estimator="set_rl", prompts_per_step=prompts,
-                                   samples_per_prompt=samples, set_size=2, steps_per_chunk=1,
-                                   num_steps=1)
+
+  def make(num_prompts, seeds, seed_batch_size=0):
+    train_config = train.TrainConfig(estimator="set_rl", prompts_per_step=num_prompts,
+                                     samples_per_prompt=samples, set_size=2,
+                                     steps_per_chunk=1, num_steps=1)
+    return train.make_train(train_config, config, env, env_params, num_seeds=seeds,
+                            seed_batch_size=seed_batch_size)
+
   keys = jnp.arange(2 * num_seeds, dtype=jnp.uint32).reshape(num_seeds, 2)
-  init_s, run_s = train.make_train(train_config, config, env, env_params, num_seeds=num_seeds)
-  init_1, run_1 = train.make_train(train_config, config, env, env_params, num_seeds=1)
+  (init_s, run_s), (_, run_m) = make(prompts, num_seeds), make(prompts, num_seeds, 1)
+  (init_1, run_1), (init_c, run_c) = make(prompts, 1), make(prompts * num_seeds, 1)
   states = init_s(base, keys)
   singles = [init_1(base, keys[i:i + 1]) for i in range(num_seeds)]
-  vmapped = median_seconds(lambda: run_s(states, base), repeats)
-  sequential = median_seconds(lambda: [run_1(s, base) for s in singles], repeats)
-  return vmapped, sequential
+  combined = init_c(base, keys[:1])
+  return interleaved_median_seconds({
+      "vmapped": lambda: run_s(states, base),
+      "mapped": lambda: run_m(states, base),
+      "sequential": lambda: [run_1(s, base) for s in singles],
+      "combined": lambda: run_c(combined, base)}, repeats)
 
 
 def main():
@@ -101,28 +127,38 @@ def main():
   parser.add_argument("--repeats", type=int, default=5)
   parser.add_argument("--seeds", type=int, default=4)
   args = parser.parse_args()
-  peak = matmul_peak()
-  print(f"matmul peak (2048^3 f32): {peak / 1e9:.1f} GFLOP/s")
-  times, flops = preset_phases(args.repeats)
+  peaks = {dtype: matmul_peak(matmul_dtype=dtype) for dtype in ("float32", "bfloat16")}
+  print("matmul peak (2048^3): " + ", ".join(f"{dtype} {peak / 1e9:.1f} GFLOP/s"
+                                            for dtype, peak in peaks.items()))
   tokens = PROMPTS * SAMPLES * RESPONSE
   print(f"\npreset: 2 layers x 128, 4 heads, vocab 32, {PROMPTS} prompts x {SAMPLES} samples "
         f"x {RESPONSE} tokens (full length), 1 epoch, Adam")
-  print(f"{'phase':<12}{'seconds':>10}{'share':>8}{'tokens/s':>11}{'GFLOP/s':>10}{'MFU':>7}")
-  phases = times["rollout"] + times["advantage"] + times["update"]
-  for name, seconds in times.items():
-    share = f"{seconds / phases:>8.0%}" if name != "whole step" else " " * 8
-    row = f"{name:<12}{seconds:>10.4f}{share}{tokens / seconds:>11,.0f}"
-    if name in flops:
-      row += f"{flops[name] / seconds / 1e9:>10.1f}{flops[name] / seconds / peak:>7.0%}"
-    print(row)
-  print(f"reference: Hugging Face TRL GRPOTrainer, same workload on this machine, ~1.2 s/step; "
-        f"ratio {1.2 / times['whole step']:.1f}x")
-  print(f"\ntrain step (multiplication, default model), {args.seeds} seeds vmapped in one "
-        f"program vs {args.seeds} single-seed programs run one after another:")
+  for matmul_dtype in ("float32", "bfloat16"):
+    times, flops = preset_phases(args.repeats, matmul_dtype)
+    peak = peaks[matmul_dtype]
+    print(f"\nmatmul_dtype={matmul_dtype}")
+    print(f"{'phase':<12}{'seconds':>10}{'share':>8}{'tokens/s':>11}{'GFLOP/s':>10}{'MFU':>7}")
+    phases = times["rollout"] + times["advantage"] + times["update"]
+    for name, seconds in times.items():
+      share = f"{seconds / phases:>8.0%}" if name != "whole step" else " " * 8
+      row = f"{name:<12}{seconds:>10.4f}{share}{tokens / seconds:>11,.0f}"
+      if name in flops:
+        row += f"{flops[name] / seconds / 1e9:>10.1f}{flops[name] / seconds / peak:>7.0%}"
+      print(row)
+    print(f"reference: Hugging Face TRL GRPOTrainer, same workload on this machine, ~1.2 s/step; "
+          f"ratio {1.2 / times['whole step']:.1f}x")
+  print(f"\ntrain step (multiplication, default model), seconds per step of {args.seeds} seeds:"
+        f"\n  vmapped / mapped (seed_batch_size=0 / 1) in one program, sequential single-seed"
+        f"\n  programs, and one seed with {args.seeds}x the prompts (combined); speed-ups over"
+        f"\n  sequential, the last the ceiling of any seed batching.")
+  print(f"{'per seed':>12}{'vmapped':>9}{'mapped':>8}{'sequential':>12}{'combined':>10}"
+        f"{'vmapped':>9}{'mapped':>8}{'ceiling':>9}")
   for prompts, samples in SEED_BATCHES:
-    vmapped, sequential = seeds_ratio(args.seeds, args.repeats, prompts, samples)
-    print(f"  {prompts} prompts x {samples} samples per seed: vmapped {vmapped:.3f} s, "
-          f"sequential {sequential:.3f} s -> throughput ratio {sequential / vmapped:.2f}x")
+    t = seeds_ratio(args.seeds, args.repeats, prompts, samples)
+    speedup = lambda name: t["sequential"] / t[name]
+    print(f"{f'{prompts} x {samples}':>12}{t['vmapped']:>9.3f}{t['mapped']:>8.3f}"
+          f"{t['sequential']:>12.3f}{t['combined']:>10.3f}{speedup('vmapped'):>8.2f}x"
+          f"{speedup('mapped'):>7.2f}x{speedup('combined'):>8.2f}x")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """Wiring shared by the entry points: ConfigDict -> env, model config, base model."""
 
+import dataclasses
+
 import jax
 
 import envs
 from envs import datasets
-from polyepo import evaluate, loop, pretrain, train
+from polyepo import _checks, evaluate, loop, model, pretrain, train
 
 
 def rl_settings(config):
@@ -15,7 +17,13 @@ def rl_settings(config):
   run_settings = loop.RunSettings(**run)
   train.validate(train_config)
   loop.validate_settings(run_settings, train_config)
+  _checks.one_of("matmul_dtype", config.matmul_dtype, model.MATMUL_DTYPES)
   return train_config, run_settings, num_devices
+
+
+def policy_model_config(config, base_model_config):
+  """The base model's TransformerConfig with the RL config's matmul_dtype."""
+  return dataclasses.replace(base_model_config, matmul_dtype=config.matmul_dtype)
 
 
 def pretrain_settings(config):

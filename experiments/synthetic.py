@@ -56,6 +56,7 @@ def main(argv):
   loop.prepare_workdir(workdir, _RESUME.value, _OVERWRITE.value)  # refuse before any work
 
   env, model_config, base_params, base_dir = common.base_model(config.base)
+  model_config = common.policy_model_config(config, model_config)
   print(f"base model: {base_dir}")
   final = loop.train_and_evaluate(
       train_config, model_config, env, env.default_params(), base_params,

@@ -32,6 +32,7 @@ class RunSettings:
 
   Attributes:
     num_seeds: S seeds trained together (vmapped).
+    seed_batch_size: seeds computed at once (0 = all S; see train.make_train).
     seed: base seed; seed s uses fold_in(PRNGKey(seed), s).
     eval_every: evaluate every this many steps (a multiple of steps_per_chunk;
       0 = only at the start and the end).
@@ -43,6 +44,7 @@ class RunSettings:
     max_checkpoints: checkpoints kept.
   """
   num_seeds: int = 1
+  seed_batch_size: int = 0
   seed: int = 0
   eval_every: int = 0
   checkpoint_every: int = 50
@@ -56,6 +58,7 @@ def validate_settings(settings: RunSettings, config: train.TrainConfig) -> None:
   chunk = config.steps_per_chunk
   if settings.num_seeds < 1:
     raise ValueError(f"num_seeds must be >= 1, got {settings.num_seeds}.")
+  train.check_seed_batch_size(settings.seed_batch_size, settings.num_seeds)
   for name in ("eval_every", "checkpoint_every"):
     value = getattr(settings, name)
     if value < 0 or value % chunk:
@@ -157,7 +160,8 @@ def train_and_evaluate(config: train.TrainConfig, model_config, env, env_params,
       json.dump(config_record, f, indent=2, default=str)
 
   init, run_chunk = train.make_train(config, model_config, env, env_params,
-                                     num_seeds=settings.num_seeds, mesh=mesh)
+                                     num_seeds=settings.num_seeds,
+                                     seed_batch_size=settings.seed_batch_size, mesh=mesh)
   keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(settings.seed), s))(
       jnp.arange(settings.num_seeds))
   state = init(base_params, keys)

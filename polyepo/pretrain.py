@@ -198,7 +198,10 @@ def base_model(env, env_params, *, description: Dict[str, Any],
   Returns:
     (params, directory, trained): trained is False when restored.
   """
-  key_fields = {"env": description, "model": dataclasses.asdict(model_config),
+  model_fields = dataclasses.asdict(model_config)
+  if model_fields["matmul_dtype"] == "float32":  # the default compute is implied
+    del model_fields["matmul_dtype"]
+  key_fields = {"env": description, "model": model_fields,
                 "pretrain": dataclasses.asdict(config), "seed": seed}
   directory = checkpoint_dir or os.path.join(
       checkpoint.cache_root(cache_dir), "base",

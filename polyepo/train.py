@@ -155,9 +155,16 @@ def _constrain(x, mesh):
   return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
 
 
+def check_seed_batch_size(seed_batch_size: int, num_seeds: int) -> None:
+  """Raises ValueError unless 0 <= seed_batch_size <= num_seeds."""
+  if not 0 <= seed_batch_size <= num_seeds:
+    raise ValueError(f"seed_batch_size={seed_batch_size} must be 0 (all seeds at once) "
+                     f"or 1..num_seeds={num_seeds}.")
+
+
 def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, env,
-               env_params, *, num_seeds: Optional[int] = None, mesh=None
-               ) -> Tuple[Callable, Callable]:
+               env_params, *, num_seeds: Optional[int] = None, seed_batch_size: int = 0,
+               mesh=None) -> Tuple[Callable, Callable]:
   """Builds `init(base_params, key)` and `run_chunk(state, base_params)`.
 
   Args:
@@ -166,6 +173,10 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     env, env_params: the environment and its numeric params.
     num_seeds: if given, the returned functions are vmapped over S seeds and
       jitted: `init(base_params, keys u32[S, 2])`, states with a leading S axis.
+    seed_batch_size: with num_seeds, how many seeds `run_chunk` computes at
+      once: 0 vmaps all S; 0 < k < S runs them as `lax.map` over batches of k
+      (one program either way, same results to float tolerance). On a CPU,
+      vmapping many seeds of large batches is slower than batches of 1-2.
     mesh: optional jax.sharding.Mesh with a `data` axis; prompts and rollouts
       are sharded over it (B must be divisible by its size).
 
@@ -268,5 +279,11 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
 
   if num_seeds is None:
     return init, run_chunk
-  return (jax.jit(jax.vmap(init, in_axes=(None, 0))),
-          jax.jit(jax.vmap(run_chunk, in_axes=(0, None))))
+  check_seed_batch_size(seed_batch_size, num_seeds)
+  if seed_batch_size in (0, num_seeds):
+    run_seeds = jax.vmap(run_chunk, in_axes=(0, None))
+  else:
+    def run_seeds(states, base_params):
+      return jax.lax.map(lambda s: run_chunk(s, base_params), states,
+                         batch_size=seed_batch_size)
+  return jax.jit(jax.vmap(init, in_axes=(None, 0))), jax.jit(run_seeds)

@@ -52,6 +52,17 @@ def test_smoke_run_of_every_config(name, cache, tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-3000:]
 
 
+def test_smoke_run_with_bfloat16_matmuls(cache, tmp_path):
+  workdir = tmp_path / "bf16"
+  result = _run(["experiments.synthetic", "--config=configs/poly_epo.py:size=smoke",
+                 f"--workdir={workdir}", "--config.matmul_dtype=bfloat16"], cache)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert json.load(open(workdir / "config.json"))["matmul_dtype"] == "bfloat16"
+  records = [json.loads(l) for l in open(workdir / "train.jsonl")]
+  # The rollout and the update compute the same log-probs up to bfloat16 rounding.
+  assert all(abs(r["ratio_mean"] - 1) < 0.05 for r in records)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", CONFIGS)
 def test_smoke_run_polynomial_roots(name, cache, tmp_path):
@@ -64,6 +75,7 @@ def test_smoke_run_polynomial_roots(name, cache, tmp_path):
     ("--config.train.objective=polychromatic", "objective must be one of 'polychromic'"),
     ("--config.train.num_subsets=7", "num_subsets must be 0 (all subsets) or 1..C(N, n) = 6"),
     ("--config.train.lam=-1.0", "lam must be >= 0"),
+    ("--config.matmul_dtype=float16", "matmul_dtype must be one of 'float32', 'bfloat16'"),
 ])
 def test_bad_config_fails_before_compiling(override, message, cache, tmp_path):
   result = _run(["experiments.synthetic", "--config=configs/poly_epo.py:size=smoke",

@@ -2,6 +2,7 @@
 
 import math
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -215,3 +216,47 @@ def test_config_rejects_bad_shapes(kwargs):
 def test_init_cache_checks_max_len():
   with pytest.raises(ValueError, match="max_len"):
     model.init_cache(CONFIG, 2, CONFIG.max_len + 1)
+
+
+def _bf16_round(x):
+  return np.asarray(jnp.asarray(x).astype(jnp.bfloat16).astype(jnp.float32), np.float64)
+
+
+def test_bf16_matmul_values_and_gradients():
+  a = jax.random.normal(jax.random.key(0), (5, 7))
+  b = jax.random.normal(jax.random.key(1), (7, 3))
+  g = jax.random.normal(jax.random.key(2), (5, 3))
+  out, vjp = jax.vjp(model.bf16_matmul, a, b)
+  ra, rb, rg = _bf16_round(a), _bf16_round(b), _bf16_round(g)
+  # float32 accumulation of bfloat16-rounded operands: float64 reference.
+  np.testing.assert_allclose(out, ra @ rb, rtol=1e-5, atol=1e-5)
+  da, db = vjp(g)
+  np.testing.assert_allclose(da, rg @ rb.T, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(db, ra.T @ rg, rtol=1e-5, atol=1e-5)
+  assert out.dtype == da.dtype == db.dtype == jnp.float32
+  assert not np.allclose(out, np.asarray(a, np.float64) @ np.asarray(b, np.float64),
+                         rtol=1e-6, atol=1e-6)  # the operands really were rounded
+
+
+def test_bf16_dot_general_in_dense_layers():
+  x = jax.random.normal(jax.random.key(3), (2, 4, 3, 8))
+  for layer in (nn.Dense(5, use_bias=False), nn.DenseGeneral((2, 5), use_bias=False),
+                nn.DenseGeneral(5, axis=(-2, -1), use_bias=False)):
+    params = layer.init(jax.random.key(4), x)
+    fast = layer.clone(dot_general=model.bf16_dot_general).apply(params, x)
+    rounded = jax.tree.map(lambda p: jnp.asarray(_bf16_round(p), jnp.float32), params)
+    ref = layer.apply(rounded, jnp.asarray(_bf16_round(x), jnp.float32))
+    np.testing.assert_allclose(fast, ref, rtol=1e-5, atol=1e-5)
+  with pytest.raises(NotImplementedError, match="dimension_numbers"):
+    model.bf16_dot_general(x, jnp.ones((4, 5)), (((1,), (0,)), ((), ())))
+
+
+def test_bfloat16_matmul_dtype_close_to_float32():
+  config = model.TransformerConfig(**{**CONFIG.__dict__, "matmul_dtype": "bfloat16"})
+  params = _params()
+  tokens = _tokens(jax.random.key(5), (2, 9))
+  full = forward(params, CONFIG, tokens)
+  fast = forward(params, config, tokens)
+  assert 1e-5 < float(jnp.max(jnp.abs(fast - full))) < 0.05
+  with pytest.raises(ValueError, match="matmul_dtype must be one of float32, bfloat16"):
+    model.TransformerConfig(matmul_dtype="float16")

@@ -48,6 +48,8 @@ def test_run_settings_validation():
     loop.validate_settings(loop.RunSettings(eval_every=3), TINY)
   with pytest.raises(ValueError, match="num_steps=5 must be a multiple"):
     loop.validate_settings(loop.RunSettings(), dataclasses.replace(TINY, num_steps=5))
+  with pytest.raises(ValueError, match=r"seed_batch_size=3 must be 0 .* or 1..num_seeds=2"):
+    loop.validate_settings(loop.RunSettings(num_seeds=2, seed_batch_size=3), TINY)
 
 
 def _run(setup, config, keys):
@@ -70,6 +72,22 @@ def test_same_seed_same_metrics_and_seeds_are_independent(setup):
   jax.tree.map(lambda a, b: np.testing.assert_allclose(a[1], b[0], rtol=1e-5, atol=1e-6),
                m1, m_one)
   assert not np.allclose(m1["entropy"][0], m1["entropy"][1])
+
+
+def test_seed_batches_match_all_seeds_vmapped(setup):
+  """3 seeds in batches of 2 (one batch plus a remainder of 1) = all 3 vmapped."""
+  env, params, mc, base = setup
+  keys = jnp.arange(6, dtype=jnp.uint32).reshape(3, 2)
+  results = []
+  for seed_batch_size in (0, 2):
+    init, run_chunk = train.make_train(TINY, mc, env, params, num_seeds=3,
+                                       seed_batch_size=seed_batch_size)
+    state, metrics = run_chunk(init(base, keys), base)
+    results.append((state.params, metrics))
+  close = lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
+  jax.tree.map(close, results[0][0], results[1][0])
+  jax.tree.map(close, results[0][1], results[1][1])
+  assert not np.allclose(results[0][1]["entropy"][0], results[0][1]["entropy"][2])
 
 
 @pytest.mark.parametrize("estimator,extra", [
