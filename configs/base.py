@@ -61,7 +61,7 @@ def get_config(arg=None, **algorithm):
   r = config.run
   r.num_seeds = 1               # seeds trained together (vmapped)
   r.seed_batch_size = 0         # seeds computed at once: 0 = all; k runs batches of k
-                                # (on a 2-core CPU, 1 is ~1.1x faster for large batches)
+                                # (on a 2-core CPU, 1 is 1.1-1.4x faster for large batches)
   r.seed = 0                    # base seed
   r.eval_every = 50             # evaluate on the test/ood splits every k steps (0: start/end)
   r.checkpoint_every = 50       # orbax checkpoint every k steps (and at the end)
