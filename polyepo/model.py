@@ -179,7 +179,7 @@ def bf16_matmul(a: jax.Array, b: jax.Array) -> jax.Array:
   Returns:
     f32[M, N].
   """
-  return _bf16_dot(a.astype(jnp.bfloat16), b.astype(jnp.bfloat16), ((1,), (0,)))
+  return _bf16_matmul_fwd(a, b)[0]
 
 
 def _bf16_dot(a, b, contract):
