@@ -91,8 +91,9 @@ def clipped_pg_loss(
       config.kl_coef > 0.
 
   Returns:
-    (loss f32[], metrics) with metrics "pg_loss", "kl", "clip_fraction",
-    "ratio_mean" and "approx_kl_old" (k3 estimate of KL(π_old || π)), all scalars.
+    (loss f32[], metrics) with metrics "pg_loss", "kl", "clip_fraction" (share
+    of real tokens whose gradient the clip removes), "ratio_mean" and
+    "approx_kl_old" (k3 estimate of KL(π_old || π)), all scalars.
   """
   _checks.rank("logprobs", logprobs, 2)
   _checks.same_shape("logprobs", logprobs, "old_logprobs", old_logprobs)
@@ -125,7 +126,11 @@ def clipped_pg_loss(
     kl = jnp.zeros((), jnp.float32)
   loss = pg_loss + config.kl_coef * kl
 
-  is_clipped = (ratio * advantages) != (clipped * advantages)
+  # A token is clipped where the clipped term is the strictly smaller one: min()
+  # takes it and the token carries no gradient. A ratio outside the trust region
+  # on the other side (ρ > 1 + eps_high with A < 0, ρ < 1 - eps_low with A > 0)
+  # is not clipped: its gradient flows.
+  is_clipped = clipped * advantages < ratio * advantages
   metrics = {
       "pg_loss": pg_loss,
       "kl": kl,

@@ -95,3 +95,91 @@ def test_jit_vmap_and_per_token_advantages():
                              rtol=1e-6)
   per_token = jnp.broadcast_to(adv[0][:, None], (4, 5))
   np.testing.assert_allclose(fn(logp[0], old[0], per_token, mask[0]), batched[0], rtol=1e-6)
+
+
+# Every branch of the clipped objective, eps_low = 0.2 and eps_high = 0.28:
+# (ratio, advantage) -> (per-token loss, d loss / d log π, clipped?). On a branch
+# where the clipped term is the min the loss is -clip(ρ) A and carries no
+# gradient; elsewhere it is -ρ A with gradient d(-ρ A)/d log π = -ρ A.
+BRANCHES = [
+    # name,                                ratio, A,    loss,  grad,  clipped
+    ("above 1 + eps_high, A > 0: clipped",  1.5,  1.0, -1.28,  0.0,   True),
+    ("above 1 + eps_high, A < 0: unclipped", 1.5, -1.0,  1.5,   1.5,   False),
+    ("below 1 - eps_low, A > 0: unclipped",  0.5,  1.0, -0.5,  -0.5,   False),
+    ("below 1 - eps_low, A < 0: clipped",    0.5, -1.0,  0.8,   0.0,   True),
+    ("inside, A > 0",                        1.1,  2.0, -2.2,  -2.2,   False),
+    ("inside, A < 0",                        0.9, -2.0,  1.8,   1.8,   False),
+    # Asymmetric bounds: 1.25 is inside [0.8, 1.28] but above 1 + eps_low ...
+    ("between 1 + eps_low and 1 + eps_high, A > 0", 1.25, 1.0, -1.25, -1.25, False),
+    # ... and 0.75 is below 1 - eps_low but above 1 - eps_high.
+    ("between 1 - eps_high and 1 - eps_low, A < 0", 0.75, -1.0, 0.8, 0.0, True),
+]
+
+
+@pytest.mark.parametrize("name,ratio,adv,loss,grad,clipped", BRANCHES,
+                         ids=[b[0] for b in BRANCHES])
+def test_every_branch_of_the_clipped_objective(name, ratio, adv, loss, grad, clipped):
+  cfg = losses.PGLossConfig(eps_low=0.2, eps_high=0.28)
+  old = jnp.zeros((1, 1))
+  new = jnp.log(jnp.full((1, 1), ratio))
+  mask = jnp.ones((1, 1), bool)
+  fn = lambda lp: losses.clipped_pg_loss(lp, old, jnp.array([adv]), mask, cfg)
+  (value, metrics), g = jax.value_and_grad(fn, has_aux=True)(new)
+  assert float(value) == pytest.approx(loss, abs=1e-6), name
+  assert float(g[0, 0]) == pytest.approx(grad, abs=1e-6), name
+  assert float(metrics["clip_fraction"]) == float(clipped), name
+  assert float(metrics["ratio_mean"]) == pytest.approx(ratio, rel=1e-6)
+
+
+def test_aggregation_modes_with_padding():
+  """On-policy (ratio 1) the per-token surrogate is A_b; padding adds nothing,
+  even where its log-probs are far from the old ones."""
+  adv = jnp.array([2.0, -3.0])
+  mask = jnp.array([[True, True, True], [True, False, False]])
+  old = jnp.log(jnp.array([[0.5, 0.25, 0.5], [0.1, 0.5, 0.5]]))
+  new = jnp.where(mask, old, old + 3.0)  # padded tokens: ratio e^3
+  expected = {
+      "token_mean": -(3 * 2.0 + 1 * -3.0) / 4,
+      "sequence_mean": -(2.0 + -3.0) / 2,
+      "sequence_sum": -(3 * 2.0 / 3 + 1 * -3.0 / 3) / 2,   # / T = 3, then mean
+  }
+  # d loss / d log π at ratio 1 is -A_b times each token's weight in the mean.
+  weights = {
+      "token_mean": [[1 / 4] * 3, [1 / 4, 0, 0]],
+      "sequence_mean": [[1 / 6] * 3, [1 / 2, 0, 0]],
+      "sequence_sum": [[1 / 6] * 3, [1 / 6, 0, 0]],
+  }
+  for aggregation, value in expected.items():
+    cfg = losses.PGLossConfig(aggregation=aggregation)
+    fn = lambda lp: losses.clipped_pg_loss(lp, old, adv, mask, cfg)[0]
+    loss, grad = jax.value_and_grad(fn)(new)
+    assert float(loss) == pytest.approx(value, abs=1e-6), aggregation
+    np.testing.assert_allclose(grad, -np.asarray(adv)[:, None] * np.array(weights[aggregation]),
+                               atol=1e-6, err_msg=aggregation)
+
+
+@pytest.mark.parametrize("aggregation", losses.AGGREGATIONS)
+def test_kl_term_against_direct_computation(aggregation):
+  """β · k3 in the loss equals a numpy k3 = r - log r - 1 with r = π_ref / π,
+  aggregated by hand over the real tokens; its gradient is β (1 - r) per token."""
+  logp = np.log(np.array([[0.2, 0.6, 0.9], [0.5, 0.05, 0.3]]))
+  ref = np.log(np.array([[0.4, 0.3, 0.9], [0.1, 0.5, 0.7]]))
+  mask = np.array([[True, True, False], [True, True, True]])
+  r = np.exp(ref - logp)
+  k3 = r - np.log(r) - 1
+  per_row = [k3[b][mask[b]] for b in range(2)]
+  expected = {"token_mean": np.concatenate(per_row).mean(),
+              "sequence_mean": np.mean([x.mean() for x in per_row]),
+              "sequence_sum": np.mean([x.sum() / 3 for x in per_row])}[aggregation]
+  beta = 0.3
+  cfg = losses.PGLossConfig(kl_coef=beta, aggregation=aggregation)
+  fn = lambda lp: losses.clipped_pg_loss(lp, jnp.asarray(logp), jnp.zeros(2), jnp.asarray(mask),
+                                         cfg, ref_logprobs=jnp.asarray(ref))
+  (loss, metrics), grad = jax.value_and_grad(fn, has_aux=True)(jnp.asarray(logp))
+  assert float(metrics["kl"]) == pytest.approx(expected, rel=1e-5)
+  assert float(loss) == pytest.approx(beta * expected, rel=1e-5)
+  # Gradient: β (1 - r) times each real token's weight in the aggregation.
+  weight = {"token_mean": mask / mask.sum(),
+            "sequence_mean": mask / mask.sum(1, keepdims=True) / 2,
+            "sequence_sum": mask / 3 / 2}[aggregation]
+  np.testing.assert_allclose(grad, beta * (1 - r) * weight, atol=1e-6)
