@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.stats
 
 from polyepo import model
 from polyepo import sampling
@@ -146,6 +147,28 @@ def _logsumexp(x):
   return m + np.log(np.exp(x - m).sum())
 
 
+def _definition_probs(logits, temperature=1.0, top_k=0, top_p=1.0):
+  """The sampling distribution f32[..., V] written from its definition, in numpy:
+  softmax(z / τ) restricted to the k largest, renormalised, then to the smallest
+  top set whose mass reaches top_p (a token is kept while the mass before it is
+  < top_p), renormalised."""
+  z = np.asarray(logits, np.float64) / temperature
+  vocab = z.shape[-1]
+  k = top_k if 0 < top_k < vocab else vocab
+  order = np.argsort(-z, axis=-1, kind="stable")
+  zs = np.take_along_axis(z, order, -1)
+  zs[..., k:] = -np.inf
+  p = np.exp(zs - zs[..., :1])
+  p /= p.sum(-1, keepdims=True)
+  kept = (np.cumsum(p, -1) - p) < top_p
+  kept[..., 0] = True
+  p = np.where(kept, p, 0.0)
+  p /= p.sum(-1, keepdims=True)
+  out = np.zeros_like(p)
+  np.put_along_axis(out, order, p, -1)
+  return out
+
+
 @pytest.mark.parametrize("knobs", [
     dict(top_k=3), dict(top_p=0.5), dict(top_k=5, top_p=0.6, temperature=0.7)])
 def test_top_k_top_p_stay_in_allowed_set(knobs):
@@ -153,18 +176,106 @@ def test_top_k_top_p_stay_in_allowed_set(knobs):
   for seed in range(4):
     prompts = _prompts(jax.random.key(100 + seed))
     r = _rollout(jax.random.key(200 + seed), prompts, **knobs)
-    logits = _teacher_logits(prompts, r) / knobs.get("temperature", 1.0)
-    k, top_p = knobs.get("top_k", 16), knobs.get("top_p", 1.0)
+    probs = _definition_probs(_teacher_logits(prompts, r), **knobs)
     for b, t in zip(*np.nonzero(np.asarray(r.mask))):
-      z, tok = logits[b, t], int(r.tokens[b, t])
-      order = np.argsort(-z)[:k]  # allowed by top-k
-      probs = np.exp(z[order] - _logsumexp(z[order]))
-      kept = order[:max(1, int(((np.cumsum(probs) - probs) < top_p).sum()))]
-      assert tok in kept, (b, t)
-      np.testing.assert_allclose(
-          r.logprobs[b, t], z[tok] - _logsumexp(z[kept]), atol=1e-4)
+      tok = int(r.tokens[b, t])
+      assert probs[b, t, tok] > 0, (b, t)
+      np.testing.assert_allclose(r.logprobs[b, t], np.log(probs[b, t, tok]), atol=1e-4)
       checked += 1
   assert checked > 200
+
+
+# -- the sampled distribution, by chi-square tests -----------------------------
+# Seeds are fixed, so each test is deterministic; the bound P_MIN on the p-value
+# is loose for a right sampler and far above what a wrong one reaches (samplers
+# that reuse uniforms across steps or rows, ignore the temperature, or misplace
+# the nucleus give p-values below 1e-30 here).
+P_MIN = 1e-4
+
+
+def _pit(r, probs, seed=0, given_not_eos=False):
+  """Randomised probability integral transform of each sampled token, f64[B, T]
+  (nan after EOS): F(token - 1) + v p(token), v ~ U(0, 1) independent. It is
+  U(0, 1), independently across rows and steps, iff every token is drawn from
+  `probs` given its prefix, whatever order a sampler walks the vocabulary in.
+
+  given_not_eos: the PIT under `probs` conditioned on "not EOS" (nan at EOS).
+  Step t + 1 exists only where step t was not EOS, so pairs (t, t + 1) are
+  compared with this form of step t.
+  """
+  tokens = np.asarray(r.tokens)
+  mask = np.asarray(r.mask)
+  if given_not_eos:
+    probs = probs.copy()
+    probs[..., CONFIG.eos_id] = 0.0
+    probs /= probs.sum(-1, keepdims=True)
+    mask = mask & (tokens != CONFIG.eos_id)
+  p_token = np.take_along_axis(probs, tokens[..., None], -1)[..., 0]
+  below = np.cumsum(probs, -1) - probs
+  f_lo = np.take_along_axis(below, tokens[..., None], -1)[..., 0]
+  v = np.random.default_rng(seed).uniform(size=tokens.shape)
+  assert (p_token[mask] > 0).all(), "a token outside the support was sampled"
+  return np.where(mask, f_lo + v * p_token, np.nan)
+
+
+def _uniform_pvalue(u, bins=10):
+  u = u[~np.isnan(u)]
+  assert u.size >= 50 * bins, u.size
+  return scipy.stats.chisquare(np.histogram(u, bins=bins, range=(0, 1))[0]).pvalue
+
+
+def _pairs_pvalue(a, b, bins=4):
+  """Chi-square of (a, b) against independent uniforms on a bins x bins grid."""
+  keep = ~(np.isnan(a) | np.isnan(b))
+  assert keep.sum() >= 50 * bins * bins, keep.sum()
+  counts = np.histogram2d(a[keep], b[keep], bins=bins, range=[[0, 1], [0, 1]])[0]
+  return scipy.stats.chisquare(counts.ravel()).pvalue
+
+
+def test_first_token_frequencies_match_the_softmax():
+  """Rows sharing a prompt draw their first token from the model's softmax."""
+  rows = 8000
+  prompts = jnp.concatenate([jnp.tile(_prompts()[i:i + 1], (rows // 2, 1)) for i in (0, 2)])
+  r = _rollout(jax.random.key(20), prompts)
+  probs = _definition_probs(_teacher_logits(prompts, r)[:, 0])
+  for half in (slice(0, rows // 2), slice(rows // 2, rows)):
+    counts = np.bincount(np.asarray(r.tokens[half, 0]), minlength=CONFIG.vocab_size)
+    expected = probs[half][0] * (rows // 2)
+    assert np.allclose(probs[half], probs[half][:1], atol=1e-5)  # one prompt per half
+    assert expected.min() > 5  # the chi-square approximation holds
+    assert scipy.stats.chisquare(counts, expected).pvalue > P_MIN
+
+
+KNOBS = [dict(), dict(temperature=0.7), dict(temperature=1.6), dict(top_k=5),
+         dict(top_p=0.8), dict(top_k=6, top_p=0.7, temperature=0.8)]
+
+
+@pytest.mark.parametrize("knobs", KNOBS, ids=[str(k) or "default" for k in KNOBS])
+def test_tokens_follow_the_sampling_distribution_per_step_and_independently(knobs):
+  """Per step over 2,000 rows, the PIT of each token is uniform; (step t,
+  step t + 1) of a row and (row b, row b + 1) at a step are independent."""
+  rows = 2000
+  prompts = _prompts(jax.random.key(21), batch=rows)
+  r = _rollout(jax.random.key(22), prompts, **knobs)
+  probs = _definition_probs(_teacher_logits(prompts, r), **knobs)
+  u = _pit(r, probs)
+  for t in range(4):  # later steps hold fewer rows: EOS has ended some
+    assert _uniform_pvalue(u[:, t]) > P_MIN, t
+  u_not_eos = _pit(r, probs, given_not_eos=True)
+  assert _pairs_pvalue(u_not_eos[:, :-1].ravel(), u[:, 1:].ravel()) > P_MIN
+  assert _pairs_pvalue(u[:-1].ravel(), u[1:].ravel()) > P_MIN
+
+
+def test_each_row_follows_its_own_distribution():
+  """Row b over 300 keys: its PIT (all steps) is uniform for every b."""
+  prompts = _prompts()
+  keys = jax.random.split(jax.random.key(23), 300)
+  r = jax.vmap(lambda k: _rollout(k, prompts))(keys)  # [keys, B, T]
+  flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), r)
+  tiled = jnp.tile(prompts, (keys.shape[0], 1))
+  u = _pit(flat, _definition_probs(_teacher_logits(tiled, flat))).reshape(r.tokens.shape)
+  for b in range(B):
+    assert _uniform_pvalue(u[:, b].ravel()) > P_MIN, b
 
 
 def test_sampling_logprobs_hand_worked():
