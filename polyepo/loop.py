@@ -72,7 +72,7 @@ def validate_settings(settings: RunSettings, config: train.TrainConfig) -> None:
 def prepare_workdir(workdir: str, resume: bool, overwrite: bool) -> None:
   """Creates the run directory; refuses an existing one unless told what to do."""
   if resume and overwrite:
-    raise ValueError("Pass at most one of resume and overwrite.")
+    raise ValueError("Pass at most one of --resume and --overwrite.")
   if os.path.isdir(workdir) and os.listdir(workdir):
     if overwrite:
       shutil.rmtree(workdir)

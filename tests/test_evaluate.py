@@ -49,3 +49,22 @@ def test_sample_responses_shapes_and_determinism():
   for x, y in zip(a, b):
     np.testing.assert_array_equal(x, y)
   assert np.all((a.lengths >= 1) & (a.lengths <= env.max_response_len))
+
+
+def test_rewards_are_scored_against_their_own_problems():
+  """Per-problem mean rewards of 1,500 samples match the policy's exact expected
+  reward on that problem (toy choice task, whose problems differ: 0.06 to 0.19),
+  also when problems are split into padded chunks."""
+  import toy_env  # pylint: disable=g-import-not-at-top
+  env = toy_env.ChoiceEnv()
+  mc = pretrain.model_config_for(env, width=32, num_layers=1, num_heads=2)
+  policy = model.init_params(jax.random.key(0), mc)
+  exact = np.asarray(toy_env.expected_reward(policy, mc))
+  assert exact.max() - exact.min() > 0.1  # problems a mix-up would blur
+  problems = toy_env.Problems(np.array([0, 1, 2, 3, 2], np.int32))
+  samples = evaluate.sample_responses(policy, mc, env, problems, jax.random.key(3),
+                                      num_samples=1500, problems_per_chunk=2)
+  means = samples.rewards.mean(1)
+  expected = exact[problems.problem]
+  sd = np.sqrt(expected * (1 - expected) / 1500)
+  np.testing.assert_array_less(np.abs(means - expected), 4 * sd)

@@ -1,83 +1,171 @@
-"""Tests for polyepo.train and polyepo.loop: validation, determinism, seeds, resume."""
+"""Tests for polyepo.train and polyepo.loop: learning, validation, determinism, seeds, resume.
+
+The policy trains on `toy_env.ChoiceEnv`, where rewards depend on the problem
+and the untrained base is right about 10% of the time: every estimator must
+raise the exact expected reward past what a policy blind to its prompt can
+reach, which fails if rewards are paired with the wrong prompts, grouped across
+prompts, or the advantage sign is flipped.
+"""
 
 import dataclasses
-import json
 import os
+import types
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import envs
-from polyepo import loop, model, pretrain, train
+import toy_env
+from experiments.synthetic import make_mesh
+from polyepo import loop, model, pretrain, train, writers
 
 SMALL = dict(width=32, num_layers=1, num_heads=2)
 TINY = train.TrainConfig(prompts_per_step=2, samples_per_prompt=4, set_size=2,
-                         num_steps=4, steps_per_chunk=2, learning_rate=1e-3, warmup_steps=1)
+                         num_steps=4, steps_per_chunk=2, learning_rate=1e-2, warmup_steps=1)
+LEARN = train.TrainConfig(prompts_per_step=8, samples_per_prompt=8, set_size=4,
+                          num_steps=20, steps_per_chunk=20, learning_rate=1e-2, warmup_steps=1)
 
 
 @pytest.fixture(scope="module")
 def setup():
-  env, params = envs.make("multiplication")
+  env = toy_env.ChoiceEnv()
   mc = pretrain.model_config_for(env, **SMALL)
   base = model.init_params(jax.random.key(0), mc)
-  return env, params, mc, base
+  return env, env.default_params(), mc, base
 
 
-@pytest.mark.parametrize("change,match", [
-    (dict(estimator="ppo"), "estimator must be one of 'grpo', 'reward_shaping', 'set_rl'"),
-    (dict(objective="polychromatic"), "objective must be one of 'polychromic'"),
-    (dict(set_size=4), "set_size must satisfy 1 <= set_size < samples_per_prompt=4"),
-    (dict(set_size=0), "set_size must satisfy"),
-    (dict(num_subsets=7), r"num_subsets must be 0 \(all subsets\) or 1..C\(N, n\) = 6"),
-    (dict(lam=-0.1, estimator="reward_shaping"), "lam must be >= 0"),
-    (dict(num_minibatches=3), "num_minibatches=3 must divide"),
-    (dict(aggregation="mean"), "aggregation must be one of"),
-    (dict(objective="majority_vote"), "needs answer ids"),
-    (dict(samples_per_prompt=1, set_size=1), "samples_per_prompt must be >= 2"),
-    (dict(temperature=0.0), "temperature must be > 0"),
+def _keys(num_seeds, offset=0):
+  return jnp.arange(offset, offset + 2 * num_seeds, dtype=jnp.uint32).reshape(num_seeds, 2)
+
+
+def _run(setup, config, keys, env=None, policy=None):
+  """Trains num_seeds = len(keys) seeds for one chunk from `policy` (default: base)."""
+  default_env, params, mc, base = setup
+  init, run_chunk = train.make_train(config, mc, env or default_env, params,
+                                     num_seeds=keys.shape[0])
+  return run_chunk(init(base if policy is None else policy, keys), base)
+
+
+def _expected_reward(setup, params, solves=toy_env.SOLVES):
+  """f32[S, problems]: exact expected reward of each seed's policy."""
+  mc = setup[2]
+  return np.asarray(jax.vmap(lambda p: toy_env.expected_reward(p, mc, solves))(params))
+
+
+# -- learning -------------------------------------------------------------------
+
+ESTIMATORS = {
+    "grpo": dict(estimator="grpo"),
+    "dr_grpo": dict(estimator="grpo", normalize=False),
+    "reward_shaping": dict(estimator="reward_shaping", lam=0.5),
+    "poly_epo_exact": dict(estimator="set_rl", objective="polychromic"),
+    "poly_epo_sampled": dict(estimator="set_rl", objective="polychromic", num_subsets=16),
+}
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_each_estimator_raises_reward_from_a_nontrivial_start(setup, name):
+  """20 steps lift the exact expected reward from ~0.1 past the 0.5 that any
+  prompt-blind policy is capped at, for both seeds."""
+  base = setup[3]
+  start = toy_env.expected_reward(base, setup[2])
+  assert 0.02 < float(start.min()) and float(start.mean()) < 0.2
+  state, metrics = _run(setup, dataclasses.replace(LEARN, **ESTIMATORS[name]), _keys(2))
+  final = _expected_reward(setup, state.params).mean(1)
+  assert (final > toy_env.PROMPT_ONLY_BOUND + 0.1).all(), final
+  # The rollouts' rewards rise too: last 5 steps against the first 5.
+  reward = np.asarray(metrics["reward"])  # [S, steps]
+  assert (reward[:, -5:].mean(1) > reward[:, :5].mean(1) + 0.3).all(), reward
+
+
+def test_each_step_draws_fresh_problems_and_scores_them_right(setup):
+  """Learning rate 0: the policy never moves, every step samples anew (fresh keys),
+  and the mean training reward estimates the policy's exact expected reward."""
+  config = dataclasses.replace(LEARN, learning_rate=0.0, estimator="grpo")
+  state, metrics = _run(setup, config, _keys(1))
+  jax.tree.map(lambda a, b: np.testing.assert_array_equal(a[0], b), state.params, setup[3])
+  entropy = np.asarray(metrics["entropy"][0])
+  assert len(set(entropy.tolist())) > 15, entropy  # 20 steps, (nearly) all distinct
+  exact = float(toy_env.expected_reward(setup[3], setup[2]).mean())
+  samples = config.num_steps * config.prompts_per_step * config.samples_per_prompt
+  sd = np.sqrt(exact * (1 - exact) / samples)
+  assert abs(float(np.mean(metrics["reward"])) - exact) < 4 * sd, (np.mean(metrics["reward"]), exact)
+
+
+def _first_token_kl(setup, params):
+  """f32[S]: exact KL(π || π_base) of the first response token, mean over problems."""
+  mc, base = setup[2], setup[3]
+  prompts = (toy_env.PROMPT0 + jnp.arange(toy_env.NUM_PROBLEMS))[:, None]
+  logp = lambda p: jax.nn.log_softmax(
+      model.forward(p, mc, prompts, jnp.ones_like(prompts, bool))[:, -1], -1)
+  kl = lambda p: jnp.mean(jnp.sum(jnp.exp(logp(p)) * (logp(p) - logp(base)), -1))
+  return np.asarray(jax.vmap(kl)(params))
+
+
+def test_kl_penalty_pulls_the_policy_back_to_the_base(setup):
+  """With every reward 0 only the KL term has a gradient: kl_coef > 0 shrinks the
+  KL to the base from a perturbed start; kl_coef = 0 leaves the policy untouched."""
+  zero = np.zeros_like(toy_env.SOLVES)
+  env = toy_env.ChoiceEnv(solves=zero)
+  base = setup[3]
+  leaves, treedef = jax.tree.flatten(base)
+  noise = jax.random.split(jax.random.key(5), len(leaves))
+  policy = jax.tree.unflatten(treedef, [x + 0.3 * jax.random.normal(k, x.shape)
+                                        for x, k in zip(leaves, noise)])
+  start = _first_token_kl(setup, jax.tree.map(lambda x: x[None], policy))[0]
+  assert start > 0.05
+  config = dataclasses.replace(LEARN, estimator="grpo", kl_coef=1.0)
+  state, metrics = _run(setup, config, _keys(1), env=env, policy=policy)
+  assert float(jnp.max(metrics["reward"])) == 0.0
+  assert _first_token_kl(setup, state.params)[0] < 0.5 * start
+  state, _ = _run(setup, dataclasses.replace(config, kl_coef=0.0), _keys(1), env=env,
+                  policy=policy)
+  jax.tree.map(lambda a, b: np.testing.assert_array_equal(a[0], b), state.params, policy)
+
+
+@pytest.mark.parametrize("estimator,extra", [
+    ("grpo", {}), ("reward_shaping", {"lam": 0.5}), ("set_rl", {}),
+    pytest.param("grpo", {"normalize": False}, marks=pytest.mark.slow),
+    pytest.param("set_rl", {"objective": "pass_at_n"}, marks=pytest.mark.slow),
+    pytest.param("set_rl", {"num_subsets": 3, "objective": "srl"}, marks=pytest.mark.slow),
 ])
-def test_bad_configs_fail_before_compiling(change, match):
-  with pytest.raises(ValueError, match=match):
-    train.validate(dataclasses.replace(TINY, **change))
+def test_equal_rewards_give_no_nan_and_no_update(setup, estimator, extra):
+  """Every reward 0: every advantage 0, no NaN, and Adam leaves the parameters
+  exactly where they were."""
+  env = toy_env.ChoiceEnv(solves=np.zeros_like(toy_env.SOLVES))
+  config = dataclasses.replace(TINY, estimator=estimator, kl_coef=0.0, **extra)
+  state, metrics = _run(setup, config, _keys(1), env=env)
+  assert float(jnp.max(metrics["reward"])) == 0.0
+  for name, value in metrics.items():
+    assert np.all(np.isfinite(value)), name
+  np.testing.assert_array_equal(metrics["advantage_std"], 0.0)
+  jax.tree.map(lambda a, b: np.testing.assert_array_equal(a[0], b), state.params, setup[3])
 
 
-def test_run_settings_validation():
-  with pytest.raises(ValueError, match="eval_every=3 must be a non-negative multiple"):
-    loop.validate_settings(loop.RunSettings(eval_every=3), TINY)
-  with pytest.raises(ValueError, match="num_steps=5 must be a multiple"):
-    loop.validate_settings(loop.RunSettings(), dataclasses.replace(TINY, num_steps=5))
-  with pytest.raises(ValueError, match=r"seed_batch_size=3 must be 0 .* or 1..num_seeds=2"):
-    loop.validate_settings(loop.RunSettings(num_seeds=2, seed_batch_size=3), TINY)
+# -- seeds ----------------------------------------------------------------------
 
 
-def _run(setup, config, keys):
-  env, params, mc, base = setup
-  init, run_chunk = train.make_train(config, mc, env, params, num_seeds=keys.shape[0])
-  state = init(base, keys)
-  state, metrics = run_chunk(state, base)
-  return state, metrics
-
-
-def test_same_seed_same_metrics_and_seeds_are_independent(setup):
-  keys = jax.random.split(jax.random.PRNGKey(3), 2)
-  keys = jax.vmap(jax.random.key_data)(keys) if keys.dtype != jnp.uint32 else keys
+def test_same_seed_same_run_and_seeds_are_independent(setup):
+  keys = _keys(2, offset=3)
   s1, m1 = _run(setup, TINY, keys)
   s2, m2 = _run(setup, TINY, keys)
   jax.tree.map(np.testing.assert_array_equal, m1, m2)
   jax.tree.map(np.testing.assert_array_equal, s1.params, s2.params)
+  assert float(np.max(m1["reward"])) > 0  # the runs did learn something to compare
   # Seed 1 of a 2-seed vmapped run equals a 1-seed run with its key.
   s_one, m_one = _run(setup, TINY, keys[1:])
   jax.tree.map(lambda a, b: np.testing.assert_allclose(a[1], b[0], rtol=1e-5, atol=1e-6),
                m1, m_one)
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a[1], b[0], rtol=1e-5, atol=1e-6),
+               s1.params, s_one.params)
   assert not np.allclose(m1["entropy"][0], m1["entropy"][1])
 
 
 def test_seed_batches_match_all_seeds_vmapped(setup):
   """3 seeds in batches of 2 (one batch plus a remainder of 1) = all 3 vmapped."""
   env, params, mc, base = setup
-  keys = jnp.arange(6, dtype=jnp.uint32).reshape(3, 2)
+  keys = _keys(3)
   results = []
   for seed_batch_size in (0, 2):
     init, run_chunk = train.make_train(TINY, mc, env, params, num_seeds=3,
@@ -90,71 +178,74 @@ def test_seed_batches_match_all_seeds_vmapped(setup):
   assert not np.allclose(results[0][1]["entropy"][0], results[0][1]["entropy"][2])
 
 
-@pytest.mark.parametrize("estimator,extra", [
-    ("grpo", {}), ("reward_shaping", {"lam": 0.5}), ("set_rl", {}),
-    pytest.param("grpo", {"normalize": False}, marks=pytest.mark.slow),
-    pytest.param("set_rl", {"objective": "pass_at_n"}, marks=pytest.mark.slow),
-    pytest.param("set_rl", {"num_subsets": 3, "objective": "srl"}, marks=pytest.mark.slow),
+# -- validation: each error names the field ---------------------------------------
+
+
+@pytest.mark.parametrize("change,match", [
+    (dict(estimator="ppo"), "estimator must be one of 'grpo', 'reward_shaping', 'set_rl'"),
+    (dict(objective="polychromatic"), "objective must be one of 'polychromic'"),
+    (dict(set_size=4), "set_size must satisfy 1 <= set_size < samples_per_prompt=4"),
+    (dict(set_size=0), "set_size must satisfy"),
+    (dict(num_subsets=7), r"num_subsets must be 0 \(all subsets\) or 1..C\(N, n\) = 6"),
+    (dict(num_subsets=-1), r"num_subsets must be 0"),
+    (dict(lam=-0.1, estimator="reward_shaping"), "lam must be >= 0"),
+    (dict(kl_coef=-0.5), "kl_coef must be >= 0, got -0.5"),
+    (dict(eps_low=1.0), "eps_low < 1 .* got eps_low=1.0"),
+    (dict(eps_low=-0.1), "0 <= eps_low .* got eps_low=-0.1"),
+    (dict(eps_high=-0.2), "eps_high >= 0, got eps_low=0.2, eps_high=-0.2"),
+    (dict(num_minibatches=3), "num_minibatches=3 must divide"),
+    (dict(aggregation="mean"), "aggregation must be one of"),
+    (dict(objective="majority_vote"), "needs answer ids"),
+    (dict(samples_per_prompt=1, set_size=1), "samples_per_prompt must be >= 2"),
+    (dict(temperature=0.0), "temperature must be > 0"),
+    (dict(num_steps=0), "num_steps must be >= 1"),
+    (dict(samples_per_prompt=32, set_size=8, objective="srl"),
+     r"objective='srl' has no closed form and C\(N, n\) = 10518300 .* set num_subsets"),
 ])
-def test_equal_rewards_give_no_nan_and_no_update(setup, estimator, extra):
-  """An untrained policy never answers right: every reward is 0, every advantage 0,
-  the loss 0, and Adam leaves the parameters exactly where they were."""
-  env, params, mc, base = setup
-  config = dataclasses.replace(TINY, estimator=estimator, kl_coef=0.0, **extra)
-  state, metrics = _run(setup, config, jnp.zeros((1, 2), jnp.uint32))
-  assert float(jnp.max(metrics["reward"])) == 0.0
-  for name, value in metrics.items():
-    assert np.all(np.isfinite(value)), name
-  np.testing.assert_array_equal(metrics["advantage_std"], 0.0)
-  jax.tree.map(lambda a, b: np.testing.assert_array_equal(a[0], b), state.params, base)
+def test_bad_configs_fail_before_compiling(change, match):
+  with pytest.raises(ValueError, match=match):
+    train.validate(dataclasses.replace(TINY, **change))
 
 
-def test_policy_learns_from_nonzero_advantages(setup):
-  """With a KL penalty the gradient is non-zero even at zero advantages: params move."""
-  config = dataclasses.replace(TINY, kl_coef=1.0, learning_rate=1e-2)
-  env, params, mc, base = setup
-  state, metrics = _run(setup, config, jnp.zeros((1, 2), jnp.uint32))
-  moved = jax.tree.map(lambda a, b: float(jnp.max(jnp.abs(a[0] - b))), state.params, base)
-  assert max(jax.tree.leaves(moved)) > 0
-  assert np.all(np.isfinite(metrics["kl_to_base"]))
+def test_an_enumerable_objective_without_closed_form_is_accepted():
+  train.validate(dataclasses.replace(TINY, samples_per_prompt=16, set_size=4, objective="srl"))
 
 
-def _problems(env, params, n=3):
-  return {"test": jax.tree.map(np.asarray, env.sample_problems(jax.random.key(9), params, n))}
+@pytest.mark.parametrize("settings,config,match", [
+    (dict(eval_every=3), {}, "eval_every=3 must be a non-negative multiple of steps_per_chunk=2"),
+    (dict(checkpoint_every=3), {}, "checkpoint_every=3 must be a non-negative multiple"),
+    (dict(checkpoint_every=-2), {}, "checkpoint_every=-2 must be a non-negative multiple"),
+    ({}, dict(num_steps=5), "num_steps=5 must be a multiple of steps_per_chunk=2"),
+    (dict(num_seeds=0), {}, "num_seeds must be >= 1, got 0"),
+    (dict(num_seeds=2, seed_batch_size=3), {}, r"seed_batch_size=3 must be 0 .* or 1..num_seeds=2"),
+    (dict(num_seeds=2, seed_batch_size=-1), {}, r"seed_batch_size=-1 must be 0"),
+])
+def test_run_settings_validation(settings, config, match):
+  with pytest.raises(ValueError, match=match):
+    loop.validate_settings(loop.RunSettings(**settings), dataclasses.replace(TINY, **config))
 
 
-SETTINGS = loop.RunSettings(num_seeds=2, eval_every=0, checkpoint_every=2,
-                            eval_num_problems=2, eval_num_samples=2)
+def test_a_mesh_that_does_not_divide_the_prompts_is_refused(setup):
+  env, params, mc, _ = setup
+  mesh = types.SimpleNamespace(shape={"data": 4})  # only its size is read before compiling
+  with pytest.raises(ValueError, match="prompts_per_step=2 must be divisible by the 4 devices"):
+    train.make_train(TINY, mc, env, params, mesh=mesh)
+  with pytest.raises(ValueError, match=r"run.num_devices=3 must divide train.prompts_per_step=16"):
+    make_mesh(3, 16)
+  with pytest.raises(ValueError, match=r"run.num_devices=-1 must be 0"):
+    make_mesh(-1, 16)
+  with pytest.raises(ValueError, match=rf"run.num_devices=64 must be 0 .* 1..{len(jax.devices())}"):
+    make_mesh(64, 64)
+  if len(jax.devices()) == 1:
+    assert make_mesh(0, 16) is None and make_mesh(1, 16) is None
 
 
-def _final_params(workdir, setup, config):
-  import orbax.checkpoint as ocp
-  env, params, mc, base = setup
-  init, _ = train.make_train(config, mc, env, params, num_seeds=2)
-  abstract = jax.eval_shape(init, base, jnp.zeros((2, 2), jnp.uint32))
-  with ocp.CheckpointManager(os.path.join(os.path.abspath(workdir), "checkpoints")) as m:
-    return train.TrainState(*m.restore(m.latest_step(), args=ocp.args.StandardRestore(abstract)))
+def test_resume_and_overwrite_together_are_refused(tmp_path):
+  with pytest.raises(ValueError, match="at most one of --resume and --overwrite"):
+    loop.prepare_workdir(str(tmp_path / "run"), resume=True, overwrite=True)
 
 
-def test_resume_matches_uninterrupted_run(setup, tmp_path):
-  env, params, mc, base = setup
-  run = lambda cfg, wd, **kw: loop.train_and_evaluate(
-      cfg, mc, env, params, base, _problems(env, params), str(wd), SETTINGS, progress=False, **kw)
-  run(TINY, tmp_path / "full")
-  # "Interrupted" after the first checkpoint (step 2), then resumed to step 4.
-  run(dataclasses.replace(TINY, num_steps=2), tmp_path / "cut")
-  run(TINY, tmp_path / "cut", resume=True)
-  full = _final_params(tmp_path / "full", setup, TINY)
-  resumed = _final_params(tmp_path / "cut", setup, TINY)
-  assert int(full.step[0]) == int(resumed.step[0]) == 4
-  jax.tree.map(np.testing.assert_array_equal, full.params, resumed.params)
-  # The logs hold each step once, as in the uninterrupted run.
-  steps = lambda wd: [json.loads(l)["step"] for l in open(wd / "train.jsonl")]
-  assert steps(tmp_path / "cut") == steps(tmp_path / "full") == [1, 2, 3, 4]
-  assert (tmp_path / "full" / "tb").is_dir()
-
-
-def test_existing_workdir_is_refused(setup, tmp_path):
+def test_existing_workdir_is_refused(tmp_path):
   workdir = tmp_path / "run"
   workdir.mkdir()
   (workdir / "train.jsonl").write_text("{}\n")
@@ -162,3 +253,70 @@ def test_existing_workdir_is_refused(setup, tmp_path):
     loop.prepare_workdir(str(workdir), resume=False, overwrite=False)
   loop.prepare_workdir(str(workdir), resume=False, overwrite=True)
   assert not (workdir / "train.jsonl").exists()
+
+
+# -- the host loop: checkpoints and resume ---------------------------------------
+
+RESUME = dataclasses.replace(TINY, num_steps=6, steps_per_chunk=1)
+SETTINGS = loop.RunSettings(num_seeds=2, eval_every=2, checkpoint_every=2,
+                            eval_num_problems=3, eval_num_samples=4)
+
+
+def _problems(env, params, n=3):
+  return {"test": jax.tree.map(np.asarray, env.sample_problems(jax.random.key(9), params, n))}
+
+
+def _final_params(workdir, setup, config):
+  import orbax.checkpoint as ocp  # pylint: disable=g-import-not-at-top
+  env, params, mc, base = setup
+  init, _ = train.make_train(config, mc, env, params, num_seeds=2)
+  abstract = jax.eval_shape(init, base, jnp.zeros((2, 2), jnp.uint32))
+  with ocp.CheckpointManager(os.path.join(os.path.abspath(workdir), "checkpoints")) as m:
+    return train.TrainState(*m.restore(m.latest_step(), args=ocp.args.StandardRestore(abstract)))
+
+
+def _records(path):
+  """The JSONL records without their wall-clock timings."""
+  return [{k: v for k, v in r.items() if k != "seconds_per_step"}
+          for r in writers.read_jsonl(str(path))]
+
+
+class _Interrupted(Exception):
+  pass
+
+
+def test_resume_between_checkpoints_matches_uninterrupted_run(setup, tmp_path, monkeypatch):
+  """A run killed after logging step 5 (last checkpoint: step 4) resumes from step 4:
+  its logs lose step 5 and are rewritten, and every record and parameter then
+  equals an uninterrupted run's."""
+  env, params, mc, base = setup
+  run = lambda wd, **kw: loop.train_and_evaluate(
+      RESUME, mc, env, params, base, _problems(env, params), str(wd), SETTINGS,
+      progress=False, **kw)
+  run(tmp_path / "full")
+
+  write = writers.MetricWriter.write
+
+  def write_then_die(self, name, step, record):
+    write(self, name, step, record)
+    if name == "train" and step == 5:
+      raise _Interrupted
+
+  monkeypatch.setattr(writers.MetricWriter, "write", write_then_die)
+  with pytest.raises(_Interrupted):
+    run(tmp_path / "cut")
+  monkeypatch.undo()
+  cut = tmp_path / "cut"
+  assert [r["step"] for r in _records(cut / "train.jsonl")] == [1, 2, 3, 4, 5]
+  assert sorted(os.listdir(cut / "checkpoints")) == ["2", "4"]
+
+  run(cut, resume=True)
+  full = _final_params(tmp_path / "full", setup, RESUME)
+  resumed = _final_params(cut, setup, RESUME)
+  assert int(full.step[0]) == int(resumed.step[0]) == 6
+  jax.tree.map(np.testing.assert_array_equal, full.params, resumed.params)
+  assert not np.array_equal(full.params["head"]["kernel"][0], base["head"]["kernel"])
+  for name in ("train.jsonl", "eval.jsonl"):
+    assert _records(cut / name) == _records(tmp_path / "full" / name), name
+  assert [r["step"] for r in _records(cut / "eval.jsonl")] == [0, 2, 4, 6]
+  assert (tmp_path / "full" / "tb").is_dir()
