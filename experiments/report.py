@@ -23,6 +23,8 @@ writes to --out (default SWEEP_DIR/report):
 The Base row is the step-0 evaluation (the base model, before any update). The
 reward-shaping row takes the λ with the highest final `test` pass@32. The tables
 depend only on the run directories, so rerunning the report reproduces them.
+Every claim is judged by one rule (`judge`): it holds only if it holds across
+the 95% intervals over seeds, and a single seed is never judged.
 """
 
 import json
@@ -226,47 +228,84 @@ def strategy_table(rows: Dict[str, Dict[str, Any]], split: str) -> str:
   return "\n".join(lines)
 
 
-def _interval(values):
+# One rule for every claim: a claim about per-seed values a and b holds only if it
+# holds for every pair of values inside their two 95% intervals (so a claim that
+# two means differ needs non-overlapping intervals), and is not judged with fewer
+# than two seeds on either side (no interval).
+RELATIONS = (">", "<", "within")
+HOLDS, FAILS, UNJUDGED = "holds", "does not hold", "not judged"
+
+
+def interval(values):
+  """(low, high) of the 95% Student-t interval of the mean; None below two values."""
   mean, half = mean_ci(values)
-  return mean - (0 if np.isnan(half) else half), mean + (0 if np.isnan(half) else half)
+  if np.isnan(half):
+    return None
+  return mean - half, mean + half
+
+
+def judge(a: Sequence[float], b: Sequence[float], relation: str, margin: float = 0.0) -> str:
+  """The verdict on a claim "a relation b" from per-seed values (HOLDS, FAILS or UNJUDGED).
+
+  relation ">": a - b > margin;  "<": a - b < margin;  "within": |a - b| <= margin,
+  each required of every a and b inside their 95% intervals.
+  """
+  if relation not in RELATIONS:
+    raise ValueError(f"relation must be one of {', '.join(map(repr, RELATIONS))}; got {relation!r}.")
+  ia, ib = interval(a), interval(b)
+  if ia is None or ib is None:
+    return UNJUDGED
+  lowest, highest = ia[0] - ib[1], ia[1] - ib[0]   # range of a - b over the intervals
+  if relation == ">":
+    ok = lowest > margin
+  elif relation == "<":
+    ok = highest < margin
+  else:
+    ok = -margin <= lowest and highest <= margin
+  return HOLDS if ok else FAILS
+
+
+def _verdict(verdict: str) -> str:
+  if verdict == UNJUDGED:
+    return "**not judged** (fewer than 2 seeds: no interval)"
+  return f"**{verdict}**"
 
 
 def claims(rows: Dict[str, Dict[str, Any]]) -> List[str]:
-  """The papers' claims, checked on one domain's final evaluations (markdown bullets)."""
+  """The papers' claims, checked on one domain's final evaluations (markdown bullets).
+
+  Each claim is judged by `judge`: it holds only when the 95% intervals over
+  seeds show it.
+  """
   if not {"Base", "GRPO", "Poly-EPO"} <= set(rows):
     return ["- (needs Base, GRPO and Poly-EPO runs)"]
 
   def values(label, split, key):
     return seed_values(rows[label]["record"], split, key)
 
-  def mean(label, split, key):
-    return mean_ci(values(label, split, key))[0]
+  def text(label, split, key):
+    mean, half = mean_ci(values(label, split, key))
+    return f"{mean:.3f}" if np.isnan(half) else f"{mean:.3f} ± {half:.3f}"
 
-  def verdict(ok):
-    return "**holds**" if ok else "**does not hold**"
+  def claim(statement, a, b, split, key, relation, margin=0.0):
+    verdict = judge(values(a, split, key), values(b, split, key), relation, margin)
+    return f"- {statement}: {text(a, split, key)} vs {text(b, split, key)} → {_verdict(verdict)}"
 
-  out = []
-  dc = {label: mean(label, "test", "distinct_correct_strategies") for label in ("Base", "GRPO", "Poly-EPO")}
-  out.append(f"- GRPO's distinct correct strategies fall below the base model's: "
-             f"{dc['GRPO']:.2f} vs {dc['Base']:.2f} → {verdict(dc['GRPO'] < dc['Base'])}")
-  out.append(f"- Poly-EPO keeps or grows them: {dc['Poly-EPO']:.2f} vs base {dc['Base']:.2f} → "
-             f"{verdict(dc['Poly-EPO'] >= dc['Base'])}")
-  gap = dc["Poly-EPO"] - dc["GRPO"]
-  out.append(f"- Poly-EPO exceeds GRPO by ≥ 2 distinct correct strategies: difference "
-             f"{gap:+.2f} → {verdict(gap >= 2)}")
+  dc = "distinct_correct_strategies"
+  out = [claim("GRPO's distinct correct strategies fall below the base model's",
+               "GRPO", "Base", "test", dc, "<"),
+         claim("Poly-EPO keeps them (at most 0.5 below the base model's)",
+               "Poly-EPO", "Base", "test", dc, ">", -0.5),
+         claim("Poly-EPO exceeds GRPO by more than 2 distinct correct strategies",
+               "Poly-EPO", "GRPO", "test", dc, ">", 2.0)]
   for split in SPLITS:
-    if np.isnan(mean("GRPO", split, "pass_at_k/32")):
+    if np.isnan(mean_ci(values("GRPO", split, "pass_at_k/32"))[0]):
       out.append(f"- {split} pass@32: not evaluated (fewer than 32 samples per problem)")
       continue
-    lo_p, _ = _interval(values("Poly-EPO", split, "pass_at_k/32"))
-    _, hi_g = _interval(values("GRPO", split, "pass_at_k/32"))
-    p, g = mean("Poly-EPO", split, "pass_at_k/32"), mean("GRPO", split, "pass_at_k/32")
-    out.append(f"- Poly-EPO's {split} pass@32 beats GRPO's with non-overlapping 95% CIs: "
-               f"{p:.3f} vs {g:.3f} (Poly-EPO's lower bound {lo_p:.3f}, GRPO's upper "
-               f"{hi_g:.3f}) → {verdict(lo_p > hi_g)}")
-  p1 = mean("Poly-EPO", "test", "pass_at_k/1") - mean("GRPO", "test", "pass_at_k/1")
-  out.append(f"- pass@1 within 3 points of GRPO's (test): difference {100 * p1:+.1f} points → "
-             f"{verdict(abs(p1) <= 0.03)}")
+    out.append(claim(f"Poly-EPO's {split} pass@32 beats GRPO's",
+                     "Poly-EPO", "GRPO", split, "pass_at_k/32", ">"))
+  out.append(claim("Poly-EPO's test pass@1 is within 3 points of GRPO's",
+                   "Poly-EPO", "GRPO", "test", "pass_at_k/1", "within", 0.03))
   return out
 
 
