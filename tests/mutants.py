@@ -1,0 +1,273 @@
+r"""Mutation check: break the core on purpose and see that the tests notice.
+
+  python -m tests.mutants                      # every mutant, each against its tests
+  python -m tests.mutants --list               # the mutants, what each breaks
+  python -m tests.mutants pg_min sampler_reuses_step0_uniforms   # some, by name
+  python -m tests.mutants --full               # each against the whole default suite
+
+Each mutant replaces one snippet of one source file (the snippet must occur
+exactly once, so a stale mutant fails loudly instead of testing nothing) in a
+temporary copy of the repository, then runs pytest there on the tests that
+should notice it. A mutant is *killed* when pytest fails and *survives* when it
+passes; survivors are listed at the end and make the exit status 1. The
+unmutated copy runs first and must pass, and must import the copy's packages,
+not the checkout's. On 2 cores every mutant takes about 15 minutes in all.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import NamedTuple, Sequence, Tuple
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class Mutant(NamedTuple):
+  name: str
+  path: str             # relative to the repository root
+  old: str              # occurs exactly once in the file
+  new: str
+  tests: Tuple[str, ...]  # pytest arguments that should kill it
+  breaks: str           # what the mutant gets wrong
+
+
+MUTANTS = (
+    # -- polyepo/losses.py -------------------------------------------------------
+    Mutant("pg_min", "polyepo/losses.py",
+           "surrogate = jnp.minimum(ratio * advantages, clipped * advantages)",
+           "surrogate = clipped * advantages",
+           ("tests/test_losses.py",),
+           "PPO's min dropped: the clipped term always, also where the unclipped one is smaller"),
+    Mutant("pg_clip_bounds_swapped", "polyepo/losses.py",
+           "jnp.clip(ratio, 1.0 - config.eps_low, 1.0 + config.eps_high)",
+           "jnp.clip(ratio, 1.0 - config.eps_high, 1.0 + config.eps_low)",
+           ("tests/test_losses.py",),
+           "eps_low and eps_high swapped (asymmetric clipping)"),
+    Mutant("clip_fraction_counts_ratio_only", "polyepo/losses.py",
+           "is_clipped = clipped * advantages < ratio * advantages",
+           "is_clipped = (ratio * advantages) != (clipped * advantages)",
+           ("tests/test_losses.py",),
+           "clip fraction counts tokens whose gradient is not clipped"),
+    Mutant("kl_k3_reversed", "polyepo/losses.py",
+           "log_ratio = ref_logprobs - logprobs",
+           "log_ratio = logprobs - ref_logprobs",
+           ("tests/test_losses.py",),
+           "k3 of the wrong direction, KL(π_ref || π)"),
+    Mutant("sequence_sum_divides_by_length", "polyepo/losses.py",
+           "return jnp.mean(jnp.sum(masked, -1) / values.shape[-1])",
+           "return jnp.mean(jnp.sum(masked, -1) / jnp.maximum(jnp.sum(mask, -1), 1.0))",
+           ("tests/test_losses.py",),
+           "Dr. GRPO's sequence_sum divides by each response's length instead of T"),
+    # -- polyepo/sampling.py -----------------------------------------------------
+    Mutant("sampler_reuses_step0_uniforms", "polyepo/sampling.py",
+           "token = inverse_cdf_sample(logp, uniforms[t])",
+           "token = inverse_cdf_sample(logp, uniforms[0])",
+           ("tests/test_sampling.py",),
+           "every decode step reuses the first step's uniforms"),
+    Mutant("sampler_rows_share_uniforms", "polyepo/sampling.py",
+           "uniforms = jax.random.uniform(key, (steps, batch))",
+           "uniforms = jnp.broadcast_to(jax.random.uniform(key, (steps, 1)), (steps, batch))",
+           ("tests/test_sampling.py",),
+           "all rows draw with the same uniform"),
+    Mutant("sampler_ignores_traced_temperature", "polyepo/sampling.py",
+           "scaled = logits / jnp.where(temperature > 0, temperature, 1.0)",
+           "scaled = logits",
+           ("tests/test_sampling.py",),
+           "a traced temperature is ignored"),
+    Mutant("top_p_drops_crossing_token", "polyepo/sampling.py",
+           "mass_before = jnp.cumsum(probs, axis=-1) - probs",
+           "mass_before = jnp.cumsum(probs, axis=-1)",
+           ("tests/test_sampling.py",),
+           "the nucleus loses the token that crosses top_p"),
+    # -- polyepo/train.py --------------------------------------------------------
+    Mutant("rewards_paired_with_wrong_prompts", "polyepo/train.py",
+           "repeated = jax.tree.map(lambda x: jnp.repeat(x, N, axis=0), problems)",
+           "repeated = jax.tree.map(lambda x: jnp.tile(x, (N,) + (1,) * (x.ndim - 1)), problems)",
+           ("tests/test_train.py",),
+           "responses are scored against other prompts' problems"),
+    Mutant("groups_across_prompts", "polyepo/train.py",
+           "reward, label = reward.reshape(B, N), label.reshape(B, N)",
+           "reward, label = reward.reshape(N, B).T, label.reshape(N, B).T",
+           ("tests/test_train.py",),
+           "the (B, N) grouping mixes prompts"),
+    Mutant("advantage_sign_flipped", "polyepo/train.py",
+           "data = (prompts, tokens, mask, old_logp, ref_logp, advantages.reshape(-1))",
+           "data = (prompts, tokens, mask, old_logp, ref_logp, -advantages.reshape(-1))",
+           ("tests/test_train.py",),
+           "the policy is pushed away from high-advantage responses"),
+    Mutant("step_key_reused", "polyepo/train.py",
+           "key = jax.random.fold_in(jax.random.wrap_key_data(state.key), state.step)",
+           "key = jax.random.wrap_key_data(state.key)",
+           ("tests/test_train.py",),
+           "every step reuses one PRNG key (same problems and rollouts)"),
+    Mutant("kl_coef_dropped", "polyepo/train.py",
+           "losses.PGLossConfig(config.eps_low, config.eps_high, config.aggregation,\n"
+           "                                    config.kl_coef)",
+           "losses.PGLossConfig(config.eps_low, config.eps_high, config.aggregation, 0.0)",
+           ("tests/test_train.py",),
+           "kl_coef never reaches the loss"),
+    # -- polyepo/loop.py ---------------------------------------------------------
+    Mutant("resume_keeps_stale_logs", "polyepo/loop.py",
+           'writers.truncate_jsonl(os.path.join(workdir, f"{name}.jsonl"), start)',
+           "pass",
+           ("tests/test_train.py", "-k", "resume"),
+           "a resumed run keeps the records logged after its last checkpoint"),
+    # -- polyepo/advantages.py ---------------------------------------------------
+    Mutant("polychromic_closed_form_sign", "polyepo/advantages.py",
+           "- q2 * (label_reward - r))",
+           "+ q2 * (label_reward - r))",
+           ("tests/test_advantages.py",),
+           "a sign error in the polychromic closed form"),
+    Mutant("polychromic_degenerate_is_a_strategy", "polyepo/advantages.py",
+           "strategic = labels != DEGENERATE",
+           "strategic = labels != DEGENERATE - 1",
+           ("tests/test_advantages.py",),
+           "degenerate responses count as one more strategy"),
+    Mutant("grpo_sample_std", "polyepo/advantages.py",
+           "return centered / (jnp.std(r) + eps)",
+           "return centered / (jnp.std(r, ddof=1) + eps)",
+           ("tests/test_advantages.py",),
+           "GRPO divides by the sample std (ddof = 1) instead of the population std"),
+    Mutant("diversity_bonus_for_degenerate", "polyepo/advantages.py",
+           "return jnp.where(labels == DEGENERATE, 0.0, d)",
+           "return d",
+           ("tests/test_advantages.py",),
+           "reward shaping pays degenerate responses a diversity bonus"),
+    # -- polyepo/metrics.py, polyepo/evaluate.py ---------------------------------
+    Mutant("pass_at_k_off_by_one", "polyepo/metrics.py",
+           "factors = jnp.maximum(1.0 - k / (num_samples - j), 0.0)",
+           "factors = jnp.maximum(1.0 - k / (num_samples - j + 1), 0.0)",
+           ("tests/test_metrics.py", "tests/test_evaluate.py"),
+           "pass@k's product off by one"),
+    Mutant("distinct_correct_counts_wrong", "polyepo/metrics.py",
+           "jnp.where(rewards > 0, labels, DEGENERATE)",
+           "jnp.where(rewards >= 0, labels, DEGENERATE)",
+           ("tests/test_metrics.py", "tests/test_evaluate.py"),
+           "distinct correct strategies count wrong responses"),
+    Mutant("eval_scores_wrong_problems", "polyepo/evaluate.py",
+           "problems_rep = jax.tree.map(lambda x: jnp.repeat(x, num_samples, axis=0), problems)",
+           "problems_rep = jax.tree.map(lambda x: jnp.tile(x, (num_samples,) + (1,) * (x.ndim - 1)), "
+           "problems)",
+           ("tests/test_evaluate.py",),
+           "evaluation scores samples against other problems"),
+    Mutant("decoy_mass_inverted", "polyepo/evaluate.py",
+           "decoy = (one_hot & ~correct_by_strategy[:, None, :]).any(-1)",
+           "decoy = (one_hot & correct_by_strategy[:, None, :]).any(-1)",
+           ("tests/test_evaluate.py",),
+           "decoy mass counts the strategies that are correct"),
+    # -- experiments/report.py ---------------------------------------------------
+    Mutant("one_seed_interval_has_zero_width", "experiments/report.py",
+           "  if np.isnan(half):\n    return None\n  return mean - half, mean + half",
+           "  if np.isnan(half):\n    half = 0.0\n  return mean - half, mean + half",
+           ("tests/test_verdicts.py",),
+           "a single seed gets a zero-width interval, so its claims can hold"),
+)
+
+
+def apply(mutant: Mutant, root: str) -> str:
+  """Writes the mutated file under `root`; returns the original text."""
+  path = os.path.join(root, mutant.path)
+  with open(path) as f:
+    text = f.read()
+  count = text.count(mutant.old)
+  if count != 1:
+    raise ValueError(f"mutant {mutant.name}: the snippet occurs {count} times in "
+                     f"{mutant.path}, expected once: {mutant.old!r}")
+  with open(path, "w") as f:
+    f.write(text.replace(mutant.old, mutant.new))
+  return text
+
+
+def copy_repository(destination: str) -> None:
+  shutil.copytree(ROOT, destination, ignore=shutil.ignore_patterns(
+      ".git", ".venv", "venv", "runs", "__pycache__", "*.egg-info", ".pytest_cache",
+      ".hypothesis", "build", "dist"))
+
+
+def pytest(root: str, args: Sequence[str], workers: int, timeout: int):
+  """(passed, seconds, the first failing test or the output's tail) of pytest in `root`."""
+  command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"]
+  if workers > 1:
+    command += ["-n", str(workers)]
+  tic = time.perf_counter()
+  try:
+    result = subprocess.run(command + list(args), cwd=root, capture_output=True, text=True,
+                            timeout=timeout, env=dict(os.environ, HYPOTHESIS_PROFILE="ci"))
+  except subprocess.TimeoutExpired:
+    return False, time.perf_counter() - tic, "a timeout"
+  lines = (result.stdout + result.stderr).strip().splitlines()
+  failed = [l.split(" - ")[0].replace("FAILED ", "") for l in lines if l.startswith("FAILED ")]
+  return (result.returncode == 0, time.perf_counter() - tic,
+          failed[0] if failed else "\n".join(lines[-3:]))
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("names", nargs="*", help="mutants to run (default: all)")
+  parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+  parser.add_argument("--full", action="store_true",
+                      help="run the whole default suite against each mutant (slow)")
+  parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers")
+  parser.add_argument("--timeout", type=int, default=1800, help="seconds per pytest run")
+  args = parser.parse_args(argv)
+  if args.list:
+    for m in MUTANTS:
+      print(f"{m.name:40s} {m.path:24s} {m.breaks}")
+    return 0
+  known = {m.name: m for m in MUTANTS}
+  unknown = [n for n in args.names if n not in known]
+  if unknown:
+    parser.error(f"unknown mutant(s) {', '.join(unknown)}; valid: {', '.join(known)}")
+  chosen = [known[n] for n in args.names] or list(MUTANTS)
+
+  with tempfile.TemporaryDirectory(prefix="polyepo-mutants-") as tmp:
+    root = os.path.join(tmp, "repo")
+    copy_repository(root)
+    for m in chosen:  # every snippet is present before anything runs
+      with open(os.path.join(root, m.path)) as f:
+        if f.read().count(m.old) != 1:
+          apply(m, root)  # raises, naming the mutant
+    where = subprocess.run(
+        [sys.executable, "-c", "import polyepo, experiments; print(polyepo.__file__); "
+         "print(experiments.__path__[0])"], cwd=root, capture_output=True, text=True)
+    if not all(line.startswith(root) for line in where.stdout.split()):
+      raise RuntimeError(f"the copy imports packages from elsewhere:\n{where.stdout}{where.stderr}")
+    files = sorted({a for m in chosen for a in m.tests if a.startswith("tests/")})
+    baseline = [] if args.full else files
+    print(f"unmutated copy: pytest {' '.join(baseline) or '(default suite)'}", flush=True)
+    ok, seconds, tail = pytest(root, baseline, args.workers, args.timeout)
+    if not ok:
+      print(f"the unmutated tests fail ({seconds:.0f} s):\n{tail}")
+      return 2
+    print(f"  passed in {seconds:.0f} s\n", flush=True)
+
+    survivors = []
+    for i, m in enumerate(chosen):
+      original = apply(m, root)
+      try:
+        tests = [] if args.full else list(m.tests)
+        passed, seconds, tail = pytest(root, tests, args.workers, args.timeout)
+      finally:
+        with open(os.path.join(root, m.path), "w") as f:
+          f.write(original)
+      verdict = "SURVIVED" if passed else f"killed by {tail}"
+      print(f"[{i + 1}/{len(chosen)}] {m.name}: {verdict} ({seconds:.0f} s)\n"
+            f"    {m.breaks}", flush=True)
+      if passed:
+        survivors.append(m)
+  print(f"\n{len(chosen) - len(survivors)} of {len(chosen)} mutants killed.")
+  if survivors:
+    print("Survivors (no test notices them):")
+    for m in survivors:
+      print(f"  {m.name} ({m.path}): {m.breaks}")
+    return 1
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
