@@ -18,7 +18,7 @@ import jax
 from ml_collections import config_flags
 
 from experiments import common
-from polyepo import evaluate, loop
+from polyepo import evaluate, loop, train
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "RL config file (configs/*.py).",
                                           lock_config=True)
@@ -28,32 +28,6 @@ _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Delete an existing run direc
 flags.mark_flags_as_required(["config"])
 
 
-def make_mesh(num_devices: int, prompts_per_step: int):
-  """A 1-D `data` mesh over the first num_devices devices, or None for one device.
-
-  num_devices = 0 takes the most devices that divide the prompt batch B; an
-  explicit count must divide B and be available (ValueError naming
-  `run.num_devices` otherwise). Explicit axis types are the default of
-  jax.make_mesh in this JAX; we pass Auto so that the sharding constraints
-  inside the train step guide XLA's propagation instead of making every op's
-  sharding part of its type.
-  """
-  devices = jax.devices()
-  if num_devices and prompts_per_step % num_devices:
-    raise ValueError(f"run.num_devices={num_devices} must divide train.prompts_per_step="
-                     f"{prompts_per_step}: prompts are sharded evenly over the devices.")
-  if num_devices < 0 or num_devices > len(devices):
-    raise ValueError(f"run.num_devices={num_devices} must be 0 (all devices that divide the "
-                     f"prompt batch) or 1..{len(devices)}, the devices available.")
-  count = num_devices or len(devices)
-  while prompts_per_step % count:
-    count -= 1
-  if count == 1:
-    return None
-  return jax.make_mesh((count,), ("data",), axis_types=(jax.sharding.AxisType.Auto,),
-                       devices=devices[:count])
-
-
 def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
@@ -61,7 +35,7 @@ def main(argv):
     jax.distributed.initialize()
   config = _CONFIG.value
   train_config, run_settings, num_devices = common.rl_settings(config)  # fail early
-  mesh = make_mesh(num_devices, train_config.prompts_per_step)
+  mesh = train.make_mesh(num_devices, train_config.prompts_per_step)
   workdir = _WORKDIR.value or os.path.join("runs", f"{config.name}-{config.domain}-{config.size}")
   loop.prepare_workdir(workdir, _RESUME.value, _OVERWRITE.value)  # refuse before any work
 

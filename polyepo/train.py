@@ -162,6 +162,31 @@ def check_seed_batch_size(seed_batch_size: int, num_seeds: int) -> None:
                      f"or 1..num_seeds={num_seeds}.")
 
 
+def make_mesh(num_devices: int, prompts_per_step: int):
+  """A 1-D `data` mesh over the first num_devices devices, or None for one device.
+
+  num_devices = 0 takes the most devices that divide the prompt batch B; an
+  explicit count must divide B and be available (ValueError otherwise).
+  Explicit axis types are the default of jax.make_mesh in this JAX; we pass
+  Auto so that the sharding constraints inside the train step guide XLA's
+  propagation instead of making every op's sharding part of its type.
+  """
+  devices = jax.devices()
+  if num_devices and prompts_per_step % num_devices:
+    raise ValueError(f"num_devices={num_devices} must divide prompts_per_step="
+                     f"{prompts_per_step}: prompts are sharded evenly over the devices.")
+  if num_devices < 0 or num_devices > len(devices):
+    raise ValueError(f"num_devices={num_devices} must be 0 (all devices that divide the "
+                     f"prompt batch) or 1..{len(devices)}, the devices available.")
+  count = num_devices or len(devices)
+  while prompts_per_step % count:
+    count -= 1
+  if count == 1:
+    return None
+  return jax.make_mesh((count,), ("data",), axis_types=(jax.sharding.AxisType.Auto,),
+                       devices=devices[:count])
+
+
 def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, env,
                env_params, *, num_seeds: Optional[int] = None, seed_batch_size: int = 0,
                mesh=None) -> Tuple[Callable, Callable]:

@@ -76,6 +76,7 @@ def test_smoke_run_polynomial_roots(name, cache, tmp_path):
     ("--config.train.num_subsets=7", "num_subsets must be 0 (all subsets) or 1..C(N, n) = 6"),
     ("--config.train.lam=-1.0", "lam must be >= 0"),
     ("--config.matmul_dtype=float16", "matmul_dtype must be one of 'float32', 'bfloat16'"),
+    ("--config.run.num_devices=3", "num_devices=3 must divide prompts_per_step="),
 ])
 def test_bad_config_fails_before_compiling(override, message, cache, tmp_path):
   result = _run(["experiments.synthetic", "--config=configs/poly_epo.py:size=smoke",

@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 import toy_env
-from experiments.synthetic import make_mesh
 from polyepo import loop, model, pretrain, train, writers
 
 SMALL = dict(width=32, num_layers=1, num_heads=2)
@@ -230,14 +229,14 @@ def test_a_mesh_that_does_not_divide_the_prompts_is_refused(setup):
   mesh = types.SimpleNamespace(shape={"data": 4})  # only its size is read before compiling
   with pytest.raises(ValueError, match="prompts_per_step=2 must be divisible by the 4 devices"):
     train.make_train(TINY, mc, env, params, mesh=mesh)
-  with pytest.raises(ValueError, match=r"run.num_devices=3 must divide train.prompts_per_step=16"):
-    make_mesh(3, 16)
-  with pytest.raises(ValueError, match=r"run.num_devices=-1 must be 0"):
-    make_mesh(-1, 16)
-  with pytest.raises(ValueError, match=rf"run.num_devices=64 must be 0 .* 1..{len(jax.devices())}"):
-    make_mesh(64, 64)
+  with pytest.raises(ValueError, match=r"num_devices=3 must divide prompts_per_step=16"):
+    train.make_mesh(3, 16)
+  with pytest.raises(ValueError, match=r"num_devices=-1 must be 0"):
+    train.make_mesh(-1, 16)
+  with pytest.raises(ValueError, match=rf"num_devices=64 must be 0 .* 1..{len(jax.devices())}"):
+    train.make_mesh(64, 64)
   if len(jax.devices()) == 1:
-    assert make_mesh(0, 16) is None and make_mesh(1, 16) is None
+    assert train.make_mesh(0, 16) is None and train.make_mesh(1, 16) is None
 
 
 def test_resume_and_overwrite_together_are_refused(tmp_path):
