@@ -10,7 +10,11 @@ setuptools.setup(
         "domains whose strategy labels are exact."
     ),
     python_requires=">=3.10",
-    packages=setuptools.find_packages(include=["polyepo*", "envs*", "experiments*", "configs*"]),
+    # Only the library is installed. envs/, configs/ and experiments/ (generic
+    # names other distributions use too) run from the repository root:
+    # `python -m experiments.synthetic ...`, pytest (pytest.ini) and the notebooks
+    # put the root on sys.path.
+    packages=setuptools.find_packages(include=["polyepo", "polyepo.*"]),
     install_requires=[
         "jax>=0.6",
         "flax>=0.10",

@@ -20,9 +20,12 @@ as a fixed-shape feature named after its path; the pytree is rebuilt from the
 structure of `env.sample_problems`.
 """
 
+import contextlib
 import dataclasses
+import io
 import os
 import re
+import sys
 from typing import Optional
 
 import jax
@@ -135,8 +138,19 @@ def builder(env_name: str, *, data_dir: Optional[str] = None,
   b = SyntheticProblems(config=config,
                         data_dir=data_dir_or_default(data_dir),
                         file_format="array_record")
-  if build:
-    b.download_and_prepare(file_format="array_record")
+  if build and not b.is_prepared():
+    # Nothing is downloaded: say what is built, once, instead of TFDS's
+    # "Downloading and preparing dataset Unknown size ..." and progress bars
+    # (shown only if the build fails).
+    print(f"Building the {env_name} eval splits ({test_size} test and {ood_size} ood "
+          f"problems, seed {seed}) in {b.data_dir}; later runs reuse them.", flush=True)
+    captured = io.StringIO()
+    try:
+      with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
+        b.download_and_prepare(file_format="array_record")
+    except BaseException:
+      sys.stderr.write(captured.getvalue())
+      raise
   return b
 
 

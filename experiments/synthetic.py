@@ -49,7 +49,8 @@ def main(argv):
       config_record=config.to_dict(), mesh=mesh)
   for split, result in final.items():
     print(evaluate.format_report(result["mean"], title=f"== {config.name} / {config.domain} / "
-                                 f"{split} (mean of {run_settings.num_seeds} seeds) =="))
+                                 f"{split} (mean of {run_settings.num_seeds} "
+                                 f"seed{'s' if run_settings.num_seeds > 1 else ''}) =="))
   print(f"run directory: {workdir}")
 
 

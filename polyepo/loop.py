@@ -88,13 +88,16 @@ def _seed_params(params, seed: int):
 
 
 def _mean_summary(summaries):
-  """Averages numeric leaves of per-seed summaries (None-aware)."""
+  """Averages numeric leaves of per-seed summaries (None-aware); an integer that
+  every seed shares (a count such as num_samples) stays an integer."""
   first = summaries[0]
   if isinstance(first, dict):
     return {k: _mean_summary([s[k] for s in summaries]) for k in first}
   values = [s for s in summaries if s is not None]
   if not values:
     return None
+  if all(isinstance(v, int) and v == values[0] for v in values):
+    return values[0]
   return float(np.mean(values))
 
 

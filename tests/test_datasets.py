@@ -98,3 +98,17 @@ def test_loading_does_not_import_tensorflow(splits):
           "test_size=200, ood_size=120, seed=3); "
           "assert 'tensorflow' not in sys.modules, 'tensorflow imported'")
   subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def test_building_says_what_it_builds_once_and_nothing_else(tmp_path, capfd):
+  """No TFDS "Downloading and preparing ... Unknown size" or progress bars: one line
+  the first time, nothing when the splits already exist."""
+  kwargs = dict(data_dir=str(tmp_path), test_size=8, ood_size=8, seed=3)
+  datasets.load_split("multiplication", "test", **kwargs)
+  first = capfd.readouterr()
+  assert first.out.count("Building the multiplication eval splits (8 test and 8 ood") == 1
+  text = first.out + first.err
+  assert "Downloading" not in text and "Shuffling" not in text and "%" not in text, text
+  datasets.load_split("multiplication", "ood", **kwargs)
+  again = capfd.readouterr()
+  assert "Building" not in again.out + again.err

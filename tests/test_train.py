@@ -256,6 +256,14 @@ def test_existing_workdir_is_refused(tmp_path):
 
 # -- the host loop: checkpoints and resume ---------------------------------------
 
+
+def test_seed_mean_keeps_shared_counts_whole():
+  summaries = [{"num_samples": 32, "strategies_used": 3, "pass_at_k": {1: 0.25}, "mv": None},
+               {"num_samples": 32, "strategies_used": 4, "pass_at_k": {1: 0.5}, "mv": None}]
+  mean = loop._mean_summary(summaries)  # pylint: disable=protected-access
+  assert mean == {"num_samples": 32, "strategies_used": 3.5, "pass_at_k": {1: 0.375}, "mv": None}
+  assert isinstance(mean["num_samples"], int)
+
 RESUME = dataclasses.replace(TINY, num_steps=6, steps_per_chunk=1)
 SETTINGS = loop.RunSettings(num_seeds=2, eval_every=2, checkpoint_every=2,
                             eval_num_problems=3, eval_num_samples=4)
