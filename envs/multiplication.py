@@ -540,16 +540,19 @@ def _score(a, b, responses, da, db, length):
   return jax.vmap(one)(a, b, responses)
 
 
-_PATTERNS = (
+_NUM = r"(-?\d+(?:\.\d+)?|-?\.\d+)"  # signed and decimal too: refused later, saying why
+_PATTERNS = tuple(re.compile(p.replace("NUM", _NUM)) for p in (
     # "37*48", "37 x 48", "What is 37 times 48?", "(37)*(48) = ?", "Compute 37·48."
-    re.compile(r"^(?:what\s+is|what's|compute|calculate|evaluate|find)?\s*"
-               r"\(?\s*(\d+)\s*\)?\s*(?:\*|x|×|·|times|multiplied\s+by)\s*"
-               r"\(?\s*(\d+)\s*\)?\s*(?:=\s*\??)?\s*[?.!]?$"),
-    re.compile(r"^multiply\s+(\d+)\s+(?:by|and|with)\s+(\d+)\s*[?.!]?$"),
-    re.compile(r"^(?:what\s+is\s+|find\s+)?the\s+product\s+of\s+(\d+)\s+and\s+(\d+)\s*[?.!]?$"),
+    r"^(?:what\s+is|what's|compute|calculate|evaluate|find|work\s+out)?\s*"
+    r"\(?\s*NUM\s*\)?\s*(?:\*|x|×|·|times|multiplied\s+by)\s*"
+    r"\(?\s*NUM\s*\)?\s*(?:=\s*\??)?\s*[?.!]?$",
+    r"^multiply\s+NUM\s+(?:by|and|with)\s+NUM\s*[?.!]?$",
+    # "What is the product of 37 and 48?", "Product of 37 and 48." (mathematics_dataset)
+    r"^(?:what\s+is\s+|what's\s+|find\s+|calculate\s+|compute\s+|work\s+out\s+|give\s+)?"
+    r"(?:the\s+)?product\s+of\s+NUM\s+and\s+NUM\s*[?.!]?$",
     # sympy: Mul(37, 48), Mul(Integer(37), Integer(48))
-    re.compile(r"^mul\(\s*(?:integer\()?\s*(\d+)\s*\)?\s*,\s*(?:integer\()?\s*(\d+)\s*\)?\s*\)$"),
-)
+    r"^mul\(\s*(?:integer\()?\s*NUM\s*\)?\s*,\s*(?:integer\()?\s*NUM\s*\)?\s*\)$",
+))
 
 
 class Multiplication:
@@ -695,11 +698,13 @@ class Multiplication:
 
   def parse_problems(self, texts: Sequence[str]) -> MultiplicationProblems:
     """Problems from text such as `What is 37 times 48?`, `37*48`, `37 x 48`,
-    `multiply 37 by 48`, `the product of 37 and 48`, or sympy's `Mul(37, 48)`.
+    `multiply 37 by 48`, `Product of 37 and 48.`, `Work out 37 * 48.`, or
+    sympy's `Mul(37, 48)`.
 
     Raises:
-      ValueError: quoting the text, if it is not a product of two whole numbers
-      or a factor does not have `digits_a` / `digits_b` digits.
+      ValueError: quoting the text: "Cannot parse" if it is not a product of two
+      numbers; "out of range", saying why, if a factor is negative, not whole, or
+      does not have `digits_a` / `digits_b` digits.
     """
     if isinstance(texts, str):
       texts = [texts]
@@ -713,6 +718,12 @@ class Multiplication:
             "e.g. 'What is 37 times 48?', '37*48', '37 x 48' or 'Mul(37, 48)'.")
       a, b = match.group(1), match.group(2)
       for name, s, d in (("first", a, self.digits_a), ("second", b, self.digits_b)):
+        if "." in s:
+          raise ValueError(f"{text!r} is out of range: the {name} factor {s} is not a whole "
+                           "number (this env multiplies positive whole numbers).")
+        if s.startswith("-"):
+          raise ValueError(f"{text!r} is out of range: the {name} factor {s} is negative "
+                           "(this env multiplies positive whole numbers).")
         if len(s) != d or s[0] == "0":
           raise ValueError(
               f"{text!r} is out of range: the {name} factor {s} must have exactly "

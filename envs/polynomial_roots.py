@@ -986,6 +986,24 @@ def _integer_roots(coeffs):
   return sorted(roots)
 
 
+def _rename_variable(s, text):
+  """`s` with its one variable (any letter: `c`, `s`, `x`, ...) written as x.
+
+  A variable is a single letter next to a digit or an operator (`c^2`, `40*c`,
+  `5c`, `c + 1`), unlike the words around the equation (`Calculate c.`);
+  ValueError if two letters are.
+  """
+  after = re.findall(r"(?:(?<=[-+*^=\d])|(?<=[-+*^=\d]\s))([a-z])(?![a-z(])", s)
+  before = re.findall(r"(?<![a-z])([a-z])(?=\s?[-+*^=])", s)
+  letters = sorted(set(after) | set(before))
+  if len(letters) > 1:
+    raise ValueError(f"Cannot parse {text!r}: more than one variable ({', '.join(letters)}); "
+                     "this env solves polynomials in one variable.")
+  if not letters or letters[0] == "x":
+    return s
+  return re.sub(rf"(?<![a-z]){letters[0]}(?![a-z])", "x", s)
+
+
 def _parse_one(text, max_root, max_lead):
   """(degree, ascending coeffs[4], roots[3]) of one question; ValueError if bad."""
   s = str(text).lower()
@@ -993,13 +1011,14 @@ def _parse_one(text, max_root, max_lead):
     s = s.replace(a, b)
   if re.search(r"\d\.\d|/", s):
     raise ValueError(f"Cannot parse {text!r}: coefficients must be integers.")
+  s = _rename_variable(s, text)
   m = _FUNC.search(s)
   if m:
     args = _split_args(m.group(2))
     s = f"{args[0]} = {args[1]}" if m.group(1) == "eq" and len(args) == 2 else args[0]
   runs = [r for r in re.findall(r"[-+0-9x*^= ]+", s) if "x" in r]
   if not runs:
-    raise ValueError(f"Cannot parse {text!r}: no polynomial in x found.")
+    raise ValueError(f"Cannot parse {text!r}: no polynomial in one variable found.")
   eq = max(runs, key=lambda r: len(r.strip())).strip()
   sides = eq.split("=")
   if len(sides) > 2:
@@ -1191,14 +1210,17 @@ class PolynomialRoots:
 
     Accepts e.g. `Solve 2*x**2 - 10*x + 12 = 0 for x.`, `Find the roots of
     x**3 - 6*x**2 + 11*x - 6.`, `x^2 - 5x + 6 = 0`, `x² = 5x - 6`,
-    `Eq(x**2 - 5*x + 6, 0)`, `solve(x**2 - 4, x)`: a polynomial in x with
-    integer coefficients (terms on either side of `=`, `**` or `^`, `*`
-    optional); the sign is normalised so the leading coefficient is positive.
+    `Eq(x**2 - 5*x + 6, 0)`, `solve(x**2 - 4, x)`, and mathematics_dataset's
+    `Let 2*s**2 - 10*s + 12 = 0. Calculate s.`: a polynomial in one variable
+    (any letter) with integer coefficients (terms on either side of `=`, `**`
+    or `^`, `*` optional); the sign is normalised so the leading coefficient
+    is positive.
 
     Raises:
-      ValueError: quoting the text, if it cannot be parsed, its degree is not 2
-      or 3, a root is not an integer, or a root / the leading coefficient
-      exceeds `max_root` / `max_lead`.
+      ValueError: quoting the text and saying why: it cannot be parsed (no
+      polynomial, more than one variable, non-integer coefficients), its degree
+      is not 2 or 3, a root is not an integer, or a root / the leading
+      coefficient exceeds `max_root` / `max_lead`.
     """
     if isinstance(texts, str):
       texts = [texts]

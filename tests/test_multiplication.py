@@ -348,7 +348,8 @@ def test_render_round_trips(everything):
     "What is 37 times 48?", "37*48", "37 * 48", "37 x 48", "37x48", "37 × 48",
     "  what is 37*48 ", "Compute 37·48.", "(37)*(48)", "37*48 = ?", "37 * 48 =",
     "Multiply 37 by 48", "What is the product of 37 and 48?", "Mul(37, 48)",
-    "Mul(Integer(37), Integer(48))", "37 multiplied by 48", "37*48?"])
+    "Mul(Integer(37), Integer(48))", "37 multiplied by 48", "37*48?",
+    "Product of 37 and 48.", "Work out 37 * 48.", "Calculate 37*48.", "Multiply 37 and 48."])
 def test_parse_problems_accepts(text):
   problems = ENV.parse_problems([text])
   assert (int(problems.a[0]), int(problems.b[0])) == (37, 48)
@@ -359,8 +360,14 @@ def test_parse_problems_accepts(text):
     ("37*", "Cannot parse"),
     ("hello", "Cannot parse"),
     ("37*48*2", "Cannot parse"),
-    ("-37*48", "Cannot parse"),
-    ("3.7*48", "Cannot parse"),
+    ("-37*48", "the first factor -37 is negative"),
+    ("3.7*48", "the first factor 3.7 is not a whole number"),
+    # Written like DeepMind's mathematics_dataset: parsed, then refused saying why.
+    ("Product of 4 and 20.", "the first factor 4 must have exactly 2 digits"),
+    ("Calculate -0.2*4.", "the first factor -0.2 is not a whole number"),
+    ("What is -37 times 48?", "the first factor -37 is negative"),
+    ("Multiply 37 and -4.8.", "the second factor -4.8 is not a whole number"),
+    ("Work out 37 * 480.", "the second factor 480 must have exactly 2 digits"),
     ("137*48", "out of range"),
     ("7*48", "out of range"),
     ("07*48", "out of range"),

@@ -375,6 +375,13 @@ def test_render_round_trips(env, problems, demos):
     ("solve(x**3 - 3*x + 2, x)", 3, [2, -3, 0, 1], [-2, 1, 1]),
     ("What are the roots of 3x^3 = 0?", 3, [0, 0, 0, 3], [0, 0, 0]),
     ("x**2 + 8*x + 16", 2, [16, 8, 1, 0], [-4, -4, 0]),
+    # Any one variable, written like DeepMind's mathematics_dataset.
+    ("Solve -2*c**3 - 8*c**2 - 2*c + 12 = 0.", 3, [-12, 2, 8, 2], [-3, -2, 1]),
+    ("Let 2*s**2 - 10*s + 12 = 0. Calculate s.", 2, [12, -10, 2, 0], [2, 3, 0]),
+    ("Solve -3*h**2 + 12 = 0 for h.", 2, [-12, 0, 3, 0], [-2, 2, 0]),
+    ("Suppose 3*a**2 - 3 = 0. What is a?", 2, [-3, 0, 3, 0], [-1, 1, 0]),
+    ("Determine y, given that y**3 - 7*y - 6 = 0.", 3, [-6, -7, 0, 1], [-2, -1, 3]),
+    ("Find a root of x^2 - 4 = 0.", 2, [-4, 0, 1, 0], [-2, 2, 0]),
 ])
 def test_parse_problems_accepts(env, text, degree, coeffs, roots):
   p = env.parse_problems([text])
@@ -398,6 +405,12 @@ def test_parse_problems_accepts(env, text, degree, coeffs, roots):
     ("x^2 - 2.5x + 1 = 0", "integers"),
     ("x^2 - 5x + 6 = 0 = 1", "Cannot parse"),
     ("x^2 -* 5x = 0", "Cannot parse"),
+    # Parsed, then refused saying why.
+    ("Solve -2*c**3 - 40*c**2 - 256*c - 512 = 0.", "roots [-8, -8, -4] exceed |r| <= 6"),
+    ("Let 7*k**2 - 7 = 0. Calculate k.", "leading coefficient 7 exceeds 3"),
+    ("Solve -3*h**2/2 - 24*h - 45 = 0 for h.", "coefficients must be integers"),
+    ("Solve z**4 - 1 = 0 for z.", "degree 4"),
+    ("Solve a*b**2 + 2 = 0.", "more than one variable (a, b)"),
 ])
 def test_parse_problems_rejects(env, text, why):
   with pytest.raises(ValueError) as err:
