@@ -172,10 +172,10 @@ def make_mesh(num_devices: int, prompts_per_step: int):
   propagation instead of making every op's sharding part of its type.
   """
   devices = jax.devices()
-  if num_devices and prompts_per_step % num_devices:
+  if num_devices > 0 and prompts_per_step % num_devices:
     raise ValueError(f"num_devices={num_devices} must divide prompts_per_step="
                      f"{prompts_per_step}: prompts are sharded evenly over the devices.")
-  if num_devices < 0 or num_devices > len(devices):
+  if not 0 <= num_devices <= len(devices):
     raise ValueError(f"num_devices={num_devices} must be 0 (all devices that divide the "
                      f"prompt batch) or 1..{len(devices)}, the devices available.")
   count = num_devices or len(devices)

@@ -11,7 +11,7 @@ temporary copy of the repository, then runs pytest there on the tests that
 should notice it. A mutant is *killed* when pytest fails and *survives* when it
 passes; survivors are listed at the end and make the exit status 1. The
 unmutated copy runs first and must pass, and must import the copy's packages,
-not the checkout's. On 2 cores every mutant takes about 15 minutes in all.
+not the checkout's. On 2 cores the whole list takes about 11 minutes.
 """
 
 import argparse

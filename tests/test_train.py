@@ -231,8 +231,9 @@ def test_a_mesh_that_does_not_divide_the_prompts_is_refused(setup):
     train.make_train(TINY, mc, env, params, mesh=mesh)
   with pytest.raises(ValueError, match=r"num_devices=3 must divide prompts_per_step=16"):
     train.make_mesh(3, 16)
-  with pytest.raises(ValueError, match=r"num_devices=-1 must be 0"):
-    train.make_mesh(-1, 16)
+  for negative in (-1, -3):
+    with pytest.raises(ValueError, match=rf"num_devices={negative} must be 0"):
+      train.make_mesh(negative, 16)
   with pytest.raises(ValueError, match=rf"num_devices=64 must be 0 .* 1..{len(jax.devices())}"):
     train.make_mesh(64, 64)
   if len(jax.devices()) == 1:
