@@ -23,6 +23,7 @@ structure of `env.sample_problems`.
 import contextlib
 import dataclasses
 import io
+import logging
 import os
 import re
 import sys
@@ -128,6 +129,25 @@ class SyntheticProblems(tfds.core.GeneratorBasedBuilder):
       yield i, {name: leaf[i] for name, leaf in zip(names, leaves)}
 
 
+@contextlib.contextmanager
+def _quiet(buffer: io.StringIO):
+  """Sends TFDS's prints and progress bars to `buffer` and drops its absl warnings.
+
+  Nothing is downloaded here, so TFDS's "Downloading and preparing dataset
+  Unknown size ...", its shuffling bars and its "no dataset_info.json" warning
+  on a fresh directory only hide the project's own progress; `builder` says
+  what it builds in one line instead (and shows `buffer` if the build fails).
+  """
+  absl_logger = logging.getLogger("absl")
+  level = absl_logger.level
+  absl_logger.setLevel(logging.ERROR)
+  try:
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+      yield
+  finally:
+    absl_logger.setLevel(level)
+
+
 def builder(env_name: str, *, data_dir: Optional[str] = None,
             test_size: int = DEFAULT_SIZES["test"], ood_size: int = DEFAULT_SIZES["ood"],
             seed: int = 0, build: bool = True) -> SyntheticProblems:
@@ -135,18 +155,16 @@ def builder(env_name: str, *, data_dir: Optional[str] = None,
   config = _config(env_name, test_size, ood_size, seed)
   if config.name in SyntheticProblems.builder_configs:
     config = config.name  # tfds refuses a custom config named like a listed one
-  b = SyntheticProblems(config=config,
-                        data_dir=data_dir_or_default(data_dir),
-                        file_format="array_record")
-  if build and not b.is_prepared():
-    # Nothing is downloaded: say what is built, once, instead of TFDS's
-    # "Downloading and preparing dataset Unknown size ..." and progress bars
-    # (shown only if the build fails).
+  captured = io.StringIO()
+  with _quiet(captured):
+    b = SyntheticProblems(config=config, data_dir=data_dir_or_default(data_dir),
+                          file_format="array_record")
+    prepared = b.is_prepared()
+  if build and not prepared:
     print(f"Building the {env_name} eval splits ({test_size} test and {ood_size} ood "
           f"problems, seed {seed}) in {b.data_dir}; later runs reuse them.", flush=True)
-    captured = io.StringIO()
     try:
-      with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
+      with _quiet(captured):
         b.download_and_prepare(file_format="array_record")
     except BaseException:
       sys.stderr.write(captured.getvalue())

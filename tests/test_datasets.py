@@ -1,6 +1,7 @@
 """Tests for envs.datasets: array_record splits built and read without TensorFlow."""
 
 import importlib.util
+import logging
 import subprocess
 import sys
 
@@ -100,11 +101,13 @@ def test_loading_does_not_import_tensorflow(splits):
   subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
 
 
-def test_building_says_what_it_builds_once_and_nothing_else(tmp_path, capfd):
-  """No TFDS "Downloading and preparing ... Unknown size" or progress bars: one line
-  the first time, nothing when the splits already exist."""
+def test_building_says_what_it_builds_once_and_nothing_else(tmp_path, capfd, caplog):
+  """No TFDS "Downloading and preparing ... Unknown size", progress bars or absl
+  warnings: one line the first time, nothing when the splits already exist."""
   kwargs = dict(data_dir=str(tmp_path), test_size=8, ood_size=8, seed=3)
+  caplog.set_level(logging.INFO)
   datasets.load_split("multiplication", "test", **kwargs)
+  assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
   first = capfd.readouterr()
   assert first.out.count("Building the multiplication eval splits (8 test and 8 ood") == 1
   text = first.out + first.err
