@@ -142,11 +142,6 @@ def _teacher_logits(prompts, r):
   return np.asarray(forward(PARAMS, CONFIG, tokens, mask))[:, P - 1:-1]
 
 
-def _logsumexp(x):
-  m = x.max()
-  return m + np.log(np.exp(x - m).sum())
-
-
 def _definition_probs(logits, temperature=1.0, top_k=0, top_p=1.0):
   """The sampling distribution f32[..., V] written from its definition, in numpy:
   softmax(z / τ) restricted to the k largest, renormalised, then to the smallest

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from experiments import report, sweep
+from polyepo import writers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -29,7 +30,8 @@ def _env(cache):
 
 def _records(path):
   """A JSONL file's records without their wall-clock timings."""
-  return [{k: v for k, v in json.loads(l).items() if k != "seconds_per_step"} for l in open(path)]
+  return [{k: v for k, v in r.items() if k != "seconds_per_step"}
+          for r in writers.read_jsonl(str(path))]
 
 
 def _sweep(args, cache, timeout=900):

@@ -46,10 +46,10 @@ def _run(setup, config, keys, env=None, policy=None):
   return run_chunk(init(base if policy is None else policy, keys), base)
 
 
-def _expected_reward(setup, params, solves=toy_env.SOLVES):
+def _expected_reward(setup, params):
   """f32[S, problems]: exact expected reward of each seed's policy."""
   mc = setup[2]
-  return np.asarray(jax.vmap(lambda p: toy_env.expected_reward(p, mc, solves))(params))
+  return np.asarray(jax.vmap(lambda p: toy_env.expected_reward(p, mc))(params))
 
 
 # -- learning -------------------------------------------------------------------
@@ -95,10 +95,12 @@ def test_each_step_draws_fresh_problems_and_scores_them_right(setup):
 def _first_token_kl(setup, params):
   """f32[S]: exact KL(π || π_base) of the first response token, mean over problems."""
   mc, base = setup[2], setup[3]
-  prompts = (toy_env.PROMPT0 + jnp.arange(toy_env.NUM_PROBLEMS))[:, None]
-  logp = lambda p: jax.nn.log_softmax(
-      model.forward(p, mc, prompts, jnp.ones_like(prompts, bool))[:, -1], -1)
-  kl = lambda p: jnp.mean(jnp.sum(jnp.exp(logp(p)) * (logp(p) - logp(base)), -1))
+  base_logp = toy_env.first_token_logprobs(base, mc)
+
+  def kl(p):
+    logp = toy_env.first_token_logprobs(p, mc)
+    return jnp.mean(jnp.sum(jnp.exp(logp) * (logp - base_logp), -1))
+
   return np.asarray(jax.vmap(kl)(params))
 
 

@@ -77,9 +77,14 @@ class ChoiceEnv:
             for a, r in zip(problems.problem, responses)]
 
 
-def expected_reward(params, model_config, solves=SOLVES):
-  """f32[NUM_PROBLEMS]: the exact expected reward of the policy on each problem."""
+def first_token_logprobs(params, model_config):
+  """f32[NUM_PROBLEMS, V]: the policy's log-probs of the first response token."""
   prompts = (PROMPT0 + jnp.arange(NUM_PROBLEMS))[:, None]
   logits = model.forward(params, model_config, prompts, jnp.ones_like(prompts, bool))[:, -1]
-  probs = jax.nn.softmax(logits, -1)[:, STRATEGY0:STRATEGY0 + NUM_STRATEGIES]
-  return jnp.sum(probs * jnp.asarray(solves), -1)
+  return jax.nn.log_softmax(logits, -1)
+
+
+def expected_reward(params, model_config, solves=SOLVES):
+  """f32[NUM_PROBLEMS]: the exact expected reward of the policy on each problem."""
+  probs = jnp.exp(first_token_logprobs(params, model_config))
+  return jnp.sum(probs[:, STRATEGY0:STRATEGY0 + NUM_STRATEGIES] * jnp.asarray(solves), -1)
