@@ -11,13 +11,13 @@ response length.
 """
 
 import functools
-from typing import Any, Dict, NamedTuple
+from typing import Any, Dict, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from polyepo import metrics, sampling
+from polyepo import losses, metrics, model, sampling
 from polyepo.env_api import DEGENERATE
 
 
@@ -28,6 +28,8 @@ class Samples(NamedTuple):
   lengths: np.ndarray        # i32[P, S]  response tokens incl. EOS
   branch_points: np.ndarray  # f32[P]     mean shared-prefix length per problem
   answers: np.ndarray        # i32[P, S]  final-answer ids (-1: none, or env without `answers`)
+  kl_to_base: Optional[np.ndarray] = None  # f32[P, S] k3 KL to the base model, summed over
+                                           # each response's tokens (None: not measured)
 
 
 def _take(tree, start, stop):
@@ -35,12 +37,13 @@ def _take(tree, start, stop):
 
 
 @functools.partial(jax.jit, static_argnums=(1, 2, 4, 6))
-def _sample_chunk(params, model_config, env, problems, num_samples, key, temperature):
+def _sample_chunk(params, model_config, env, problems, num_samples, key, temperature,
+                  base_params):
   prompts = env.prompt_tokens(problems)
   num_problems = prompts.shape[0]
-  repeated = jnp.repeat(prompts, num_samples, axis=0)
-  rollout = sampling.sample(params, model_config, key, repeated,
-                            max_new_tokens=env.max_response_len, temperature=temperature)
+  rollout = sampling.sample(params, model_config, key, prompts,
+                            max_new_tokens=env.max_response_len, temperature=temperature,
+                            samples_per_prompt=num_samples)
   problems_rep = jax.tree.map(lambda x: jnp.repeat(x, num_samples, axis=0), problems)
   reward, label = env.score(problems_rep, rollout.tokens)
   if hasattr(env, "answers"):
@@ -51,12 +54,31 @@ def _sample_chunk(params, model_config, env, problems, num_samples, key, tempera
   tokens = rollout.tokens.reshape(shape + rollout.tokens.shape[1:])
   mask = rollout.mask.reshape(shape + rollout.mask.shape[1:])
   branch = jax.vmap(metrics.branch_point)(tokens, mask)
+  kl = None
+  if base_params is not None:
+    kl = _kl_to_base(params, base_params, model_config, prompts, rollout, temperature)
+    kl = kl.reshape(shape)
   return (reward.reshape(shape), label.reshape(shape),
-          jnp.sum(mask, -1).astype(jnp.int32), branch, answers.reshape(shape))
+          jnp.sum(mask, -1).astype(jnp.int32), branch, answers.reshape(shape), kl)
+
+
+def _kl_to_base(params, base_params, model_config, prompts, rollout, temperature):
+  """Per-sample sum over its tokens of the k3 estimate of KL(policy || base), f32[P * S].
+
+  Unbiased for the per-sequence KL when the samples come from the policy itself
+  (temperature 1); at another temperature it is measured on tempered samples.
+  """
+  repeated = jnp.repeat(prompts, rollout.tokens.shape[0] // prompts.shape[0], axis=0)
+  logp = lambda p: model.sequence_logprobs(p, model_config, repeated, rollout.tokens,
+                                           rollout.mask)
+  policy_logp = rollout.logprobs if temperature == 1.0 else logp(params)
+  return jnp.sum(jnp.where(rollout.mask, losses.kl_k3(policy_logp, logp(base_params)), 0.0),
+                 axis=-1)
 
 
 def sample_responses(params, model_config, env, problems, key, *, num_samples: int = 64,
-                     temperature: float = 1.0, problems_per_chunk: int = 16) -> Samples:
+                     temperature: float = 1.0, problems_per_chunk: int = 16,
+                     base_params=None) -> Samples:
   """Samples and scores `num_samples` responses per problem, in jitted chunks.
 
   Args:
@@ -69,6 +91,8 @@ def sample_responses(params, model_config, env, problems, key, *, num_samples: i
     temperature: sampling temperature.
     problems_per_chunk: problems per compiled call (P is padded to a multiple
       by repeating the last problem; padded rows are dropped).
+    base_params: if given, the base model's parameters: every response is also
+      scored by it for the KL to the base model (`Samples.kl_to_base`).
 
   Returns:
     Samples with host arrays.
@@ -83,10 +107,11 @@ def sample_responses(params, model_config, env, problems, key, *, num_samples: i
   for i, start in enumerate(range(0, padded, chunk)):
     outputs.append(_sample_chunk(params, model_config, env,
                                  _take(problems, start, start + chunk), num_samples,
-                                 jax.random.fold_in(key, i), temperature))
-  rewards, labels, lengths, branch, answers = (
-      np.concatenate([np.asarray(o[j]) for o in outputs])[:num_problems] for j in range(5))
-  return Samples(rewards, labels, lengths, branch, answers)
+                                 jax.random.fold_in(key, i), temperature, base_params))
+  rewards, labels, lengths, branch, answers, kl = (
+      None if outputs[0][j] is None else
+      np.concatenate([np.asarray(o[j]) for o in outputs])[:num_problems] for j in range(6))
+  return Samples(rewards, labels, lengths, branch, answers, kl)
 
 
 def summarize(samples: Samples, strategy_names) -> Dict[str, Any]:
@@ -105,6 +130,8 @@ def summarize(samples: Samples, strategy_names) -> Dict[str, Any]:
       correct sample for that problem.
     majority_vote: mean over problems of the reward of the most common answer
       among the S samples (ties averaged); None when no answer ids exist.
+    kl_to_base: the k3 estimate of KL(policy || base) per response token
+      (None unless the samples were scored by the base model).
     branch_point, mean_length, mean_reward.
   """
   rewards, labels = samples.rewards, samples.labels
@@ -127,6 +154,9 @@ def summarize(samples: Samples, strategy_names) -> Dict[str, Any]:
   one_hot = labels[..., None] == np.arange(len(names))            # [P, S, K]
   correct_by_strategy = (one_hot & (rewards[..., None] > 0)).any(1)  # [P, K]
   decoy = (one_hot & ~correct_by_strategy[:, None, :]).any(-1)     # [P, S]
+  kl = None
+  if samples.kl_to_base is not None:
+    kl = float(samples.kl_to_base.sum() / max(samples.lengths.sum(), 1))
   majority = None
   if (samples.answers >= 0).any():
     majority = float(np.mean(jax.vmap(metrics.majority_vote)(
@@ -146,14 +176,17 @@ def summarize(samples: Samples, strategy_names) -> Dict[str, Any]:
       "majority_vote": majority,
       "branch_point": float(samples.branch_points.mean()),
       "mean_length": float(samples.lengths.mean()),
+      "kl_to_base": kl,
   }
 
 
 def evaluate(params, model_config, env, problems, key, *, num_samples: int = 64,
-             temperature: float = 1.0, problems_per_chunk: int = 16) -> Dict[str, Any]:
+             temperature: float = 1.0, problems_per_chunk: int = 16,
+             base_params=None) -> Dict[str, Any]:
   """`summarize(sample_responses(...))`."""
   samples = sample_responses(params, model_config, env, problems, key, num_samples=num_samples,
-                             temperature=temperature, problems_per_chunk=problems_per_chunk)
+                             temperature=temperature, problems_per_chunk=problems_per_chunk,
+                             base_params=base_params)
   return summarize(samples, env.strategy_names)
 
 
@@ -168,6 +201,8 @@ def format_report(summary: Dict[str, Any], title: str = "") -> str:
                f"{summary['strategies_used']}, correct {summary['correct_strategies_used']}; "
                f"decoy mass {summary['decoy_mass']:.3f}; branch point "
                f"{summary['branch_point']:.1f}; mean length {summary['mean_length']:.1f}")
+  if summary.get("kl_to_base") is not None:
+    lines.append(f"KL to the base model {summary['kl_to_base']:.4f} per token")
   if summary.get("majority_vote") is not None:
     lines.append(f"majority vote over {summary['num_samples']} samples: "
                  f"{summary['majority_vote']:.3f}")

@@ -102,8 +102,11 @@ def _mean_summary(summaries):
 
 
 def evaluate_seeds(params, model_config, env, eval_problems, settings: RunSettings,
-                   step: int) -> Dict[str, Any]:
-  """{split: {"mean": summary averaged over seeds, "seeds": [summary per seed]}}."""
+                   step: int, base_params=None) -> Dict[str, Any]:
+  """{split: {"mean": summary averaged over seeds, "seeds": [summary per seed]}}.
+
+  With base_params, each summary holds the KL to the base model (`kl_to_base`).
+  """
   out = {}
   for i, (split, problems) in enumerate(sorted(eval_problems.items())):
     problems = jax.tree.map(lambda x: x[:settings.eval_num_problems], problems)
@@ -113,7 +116,7 @@ def evaluate_seeds(params, model_config, env, eval_problems, settings: RunSettin
       per_seed.append(evaluate.evaluate(
           _seed_params(params, s), model_config, env, problems,
           jax.random.fold_in(key, step), num_samples=settings.eval_num_samples,
-          temperature=settings.eval_temperature))
+          temperature=settings.eval_temperature, base_params=base_params))
     out[split] = {"mean": _mean_summary(per_seed), "seeds": per_seed}
   return out
 
@@ -185,7 +188,8 @@ def train_and_evaluate(config: train.TrainConfig, model_config, env, env_params,
     if start == 0:  # a fresh run, or one stopped before its first checkpoint
       for name in ("train", "eval"):
         writers.truncate_jsonl(os.path.join(workdir, f"{name}.jsonl"), -1)
-      last_eval = evaluate_seeds(state.params, model_config, env, eval_problems, settings, 0)
+      last_eval = evaluate_seeds(state.params, model_config, env, eval_problems, settings, 0,
+                                 base_params)
       writer.write("eval", 0, last_eval)
     chunk = config.steps_per_chunk
     bar = tqdm(total=config.num_steps, initial=start, desc=f"train {config.estimator}",
@@ -205,7 +209,7 @@ def train_and_evaluate(config: train.TrainConfig, model_config, env, env_params,
       final = step == config.num_steps
       if final or (settings.eval_every and step % settings.eval_every == 0):
         last_eval = evaluate_seeds(state.params, model_config, env, eval_problems, settings,
-                                   step)
+                                   step, base_params)
         writer.write("eval", step, last_eval)
       if final or (settings.checkpoint_every and step % settings.checkpoint_every == 0):
         manager.save(step, args=ocp.args.StandardSave(state))

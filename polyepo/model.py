@@ -405,6 +405,25 @@ def init_cache(config: TransformerConfig, batch_size: int, capacity: int,
       length=jnp.zeros((batch_size,), jnp.int32))
 
 
+def repeat_cache(cache: KVCache, repeats: int) -> KVCache:
+  """Each row's cache copied `repeats` times: row b becomes rows b * R .. b * R + R - 1.
+
+  The result is the cache of `jnp.repeat(tokens, repeats, axis=0)`: a prompt
+  prefilled once serves all its samples.
+  """
+  if repeats == 1:
+    return cache
+  kv_heads = cache.keys[0].shape[0] // cache.mask.shape[0]
+
+  def rows(x):  # [B * KV, ...] -> [B * R * KV, ...], kv heads kept innermost.
+    x = x.reshape((-1, kv_heads) + x.shape[1:])
+    return jnp.repeat(x, repeats, axis=0).reshape((-1,) + x.shape[2:])
+
+  return KVCache(keys=tuple(map(rows, cache.keys)), values=tuple(map(rows, cache.values)),
+                 mask=jnp.repeat(cache.mask, repeats, axis=0), index=cache.index,
+                 length=jnp.repeat(cache.length, repeats, axis=0))
+
+
 def forward_cached(params, config: TransformerConfig, tokens: jax.Array,
                    cache: KVCache, mask: Optional[jax.Array] = None
                    ) -> Tuple[jax.Array, KVCache]:

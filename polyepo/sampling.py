@@ -8,7 +8,10 @@
 
 The prompt (left-padded with config.pad_id) is prefilled in one forward pass;
 then each step samples a token from the last logits and runs the model on that
-one token against the cache. The loop is a `lax.while_loop` that exits once
+one token against the cache. With `samples_per_prompt=N`, each of the B prompts
+is prefilled once and its cache copied to its N samples (rows b * N + j of the
+B * N rollouts), which is what `jnp.repeat(prompt_tokens, N, axis=0)` would
+give, for 1 / N of the prefill. The loop is a `lax.while_loop` that exits once
 every row has emitted EOS (`early_stop=True`), or a fixed-length `lax.scan`
 (`early_stop=False`, for benchmarks). Step t draws its token by inverting the
 CDF with uniform u[t], where u = uniform(key, [T, B]) is drawn once up front,
@@ -134,8 +137,8 @@ def inverse_cdf_sample(logp: jax.Array, u: jax.Array) -> jax.Array:
 def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
            prompt_tokens: jax.Array, *, max_new_tokens: int,
            temperature: Scalar = 1.0, top_k: Scalar = 0, top_p: Scalar = 1.0,
-           early_stop: bool = True) -> Rollout:
-  """Samples a response for each prompt.
+           samples_per_prompt: int = 1, early_stop: bool = True) -> Rollout:
+  """Samples `samples_per_prompt` responses for each prompt.
 
   Args:
     params: model parameters.
@@ -145,21 +148,26 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
       at least one real token.
     max_new_tokens: response length T (static).
     temperature, top_k, top_p: the sampling distribution (see module doc).
+    samples_per_prompt: N (static); the prompt is prefilled once for its N
+      samples.
     early_stop: stop once all rows emitted EOS (`while_loop`), else always run
       T steps (`scan`). Results are identical.
 
   Returns:
-    Rollout with fields of shape [B, T].
+    Rollout with fields of shape [B * N, T]; row b * N + j is sample j of
+    prompt b.
   """
   chex.assert_rank(prompt_tokens, 2)
-  batch, prompt_len = prompt_tokens.shape
+  num_prompts, prompt_len = prompt_tokens.shape
+  batch = num_prompts * samples_per_prompt
   steps = max_new_tokens
   pad, eos = config.pad_id, config.eos_id
 
-  cache = model_lib.init_cache(config, batch, prompt_len + steps)
+  cache = model_lib.init_cache(config, num_prompts, prompt_len + steps)
   logits, cache = model_lib.forward_cached(
       params, config, prompt_tokens, cache, prompt_tokens != pad)
-  logits = logits[:, -1]
+  logits = jnp.repeat(logits[:, -1], samples_per_prompt, axis=0)
+  cache = model_lib.repeat_cache(cache, samples_per_prompt)
   done = jnp.zeros((batch,), bool)
 
   uniforms = jax.random.uniform(key, (steps, batch))
@@ -218,13 +226,15 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
 
 def make_sampler(config: model_lib.TransformerConfig, max_new_tokens: int, *,
                  temperature: Scalar = 1.0, top_k: Scalar = 0,
-                 top_p: Scalar = 1.0, early_stop: bool = True):
+                 top_p: Scalar = 1.0, samples_per_prompt: int = 1,
+                 early_stop: bool = True):
   """A jitted `fn(params, key, prompt_tokens) -> Rollout` for a fixed setting."""
 
   @jax.jit
   def sampler(params, key, prompt_tokens):
     return sample(params, config, key, prompt_tokens,
                   max_new_tokens=max_new_tokens, temperature=temperature,
-                  top_k=top_k, top_p=top_p, early_stop=early_stop)
+                  top_k=top_k, top_p=top_p, samples_per_prompt=samples_per_prompt,
+                  early_stop=early_stop)
 
   return sampler

@@ -206,8 +206,9 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
       are sharded over it (B must be divisible by its size).
 
   Returns:
-    (init, run_chunk). The KL to the base model (`kl_to_base`) is always
-    measured; it enters the loss only when config.kl_coef > 0.
+    (init, run_chunk). With config.kl_coef > 0 the base model scores every
+    rollout: the KL to it enters the loss and is logged (`kl_to_base`);
+    otherwise `base_params` is not read (evaluation measures the KL).
   """
   validate(config)
   if mesh is not None and config.prompts_per_step % mesh.shape["data"]:
@@ -234,8 +235,7 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
 
     def loss_fn(p):
       logp = logprobs(p, prompts, tokens, mask)
-      return losses.clipped_pg_loss(logp, old_logp, advantages, mask, loss_config,
-                                    ref_logp if config.kl_coef else None)
+      return losses.clipped_pg_loss(logp, old_logp, advantages, mask, loss_config, ref_logp)
 
     (loss, loss_metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
     updates, opt_state = optimizer.update(grads, opt_state, params)
@@ -246,10 +246,11 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     key = jax.random.fold_in(jax.random.wrap_key_data(state.key), state.step)
     problem_key, rollout_key, subset_key, shuffle_key = jax.random.split(key, 4)
     problems = env.sample_problems(problem_key, env_params, B)
-    prompts = _constrain(env.prompt_tokens(problems), mesh)
-    prompts = jnp.repeat(prompts, N, axis=0)                              # [B*N, P]
+    prompts = _constrain(env.prompt_tokens(problems), mesh)               # [B, P]
     rollout = sampling.sample(state.params, model_config, rollout_key, prompts,
-                              max_new_tokens=T, temperature=config.temperature)
+                              max_new_tokens=T, temperature=config.temperature,
+                              samples_per_prompt=N)                       # [B*N, T]
+    prompts = jnp.repeat(prompts, N, axis=0)                              # [B*N, P]
     repeated = jax.tree.map(lambda x: jnp.repeat(x, N, axis=0), problems)
     reward, label = env.score(repeated, rollout.tokens)
     reward, label = reward.reshape(B, N), label.reshape(B, N)
@@ -260,7 +261,9 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
       old_logp = rollout.logprobs
     else:
       old_logp = logprobs(state.params, prompts, tokens, mask)
-    ref_logp = logprobs(base_params, prompts, tokens, mask)
+    # The base model's log-probs are needed only for the KL term of the loss
+    # (evaluation measures the KL to the base model either way).
+    ref_logp = logprobs(base_params, prompts, tokens, mask) if config.kl_coef else None
     data = (prompts, tokens, mask, old_logp, ref_logp, advantages.reshape(-1))
 
     def epoch(carry, epoch_key):
@@ -293,9 +296,11 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
         # entropy of the sampling distribution.
         entropy=-jnp.sum(rollout.logprobs) / jnp.maximum(jnp.sum(rollout.mask), 1),
         response_length=jnp.mean(jnp.sum(rollout.mask, -1)),
-        kl_to_base=losses.aggregate(losses.kl_k3(old_logp, ref_logp), mask, "token_mean"),
         advantage_std=jnp.std(advantages),
     )
+    if config.kl_coef:
+      step_metrics["kl_to_base"] = losses.aggregate(losses.kl_k3(old_logp, ref_logp), mask,
+                                                    "token_mean")
     return TrainState(params, opt_state, state.step + 1, state.key), step_metrics
 
   def run_chunk(state, base_params):

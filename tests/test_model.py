@@ -260,3 +260,23 @@ def test_bfloat16_matmul_dtype_close_to_float32():
   assert 1e-5 < float(jnp.max(jnp.abs(fast - full))) < 0.05
   with pytest.raises(ValueError, match="matmul_dtype must be one of float32, bfloat16"):
     model.TransformerConfig(matmul_dtype="float16")
+
+
+@pytest.mark.parametrize("num_kv_heads", [1, 2])
+def test_repeated_cache_is_the_cache_of_repeated_rows(num_kv_heads):
+  """Prefilling 3 prompts and copying each row's cache 4 times gives the cache
+  (keys, values per kv head, mask, lengths) of prefilling each prompt 4 times."""
+  config = model.TransformerConfig(**{**CONFIG.__dict__, "num_kv_heads": num_kv_heads})
+  params = _params(config)
+  tokens = np.array(_tokens(jax.random.key(4), (3, 5), config))
+  tokens[1, :2] = config.pad_id
+  mask = jnp.asarray(tokens != config.pad_id)
+  empty = lambda rows: model.init_cache(config, rows, 8)
+  _, once = forward_cached(params, config, jnp.asarray(tokens), empty(3), mask)
+  _, each = forward_cached(params, config, jnp.repeat(jnp.asarray(tokens), 4, 0), empty(12),
+                           jnp.repeat(mask, 4, 0))
+  repeated = model.repeat_cache(once, 4)
+  for a, b in zip(jax.tree.leaves(repeated), jax.tree.leaves(each)):
+    assert a.shape == b.shape
+    np.testing.assert_allclose(a, b, atol=1e-5)
+  assert model.repeat_cache(once, 1) is once

@@ -18,7 +18,8 @@ B, P, T = 8, 5, 12
 # Knobs (temperature, top_k, top_p) are traced here: one compilation serves
 # every setting. `make_sampler` (below) specialises on Python values instead.
 sample = jax.jit(sampling.sample,
-                 static_argnames=("config", "max_new_tokens", "early_stop"))
+                 static_argnames=("config", "max_new_tokens", "early_stop",
+                                  "samples_per_prompt"))
 SAMPLER = sampling.make_sampler(CONFIG, T)  # static temperature 1
 forward = jax.jit(model.forward, static_argnums=1)
 sequence_logprobs = jax.jit(model.sequence_logprobs, static_argnums=1)
@@ -53,6 +54,21 @@ def test_logprobs_equal_teacher_forced_logprobs():
   ref = sequence_logprobs(PARAMS, CONFIG, prompts, r.tokens, r.mask)
   np.testing.assert_allclose(r.logprobs, ref, atol=1e-4)
   assert (np.asarray(r.logprobs)[np.asarray(r.mask)] < 0).all()
+
+
+def test_samples_per_prompt_equals_repeated_prompts():
+  """A prompt prefilled once for its N samples gives the rollouts of the prompt
+  repeated N times (same key): rows b * N + j, tokens equal, log-probs close."""
+  prompts = _prompts(batch=4)
+  once = sample(PARAMS, CONFIG, jax.random.key(5), prompts, max_new_tokens=T,
+                samples_per_prompt=3)
+  each = sample(PARAMS, CONFIG, jax.random.key(5), jnp.repeat(prompts, 3, axis=0),
+                max_new_tokens=T)
+  assert once.tokens.shape == (12, T)
+  np.testing.assert_array_equal(once.tokens, each.tokens)
+  np.testing.assert_array_equal(once.mask, each.mask)
+  np.testing.assert_allclose(once.logprobs, each.logprobs, atol=1e-5)
+  assert len({tuple(r) for r in np.asarray(once.tokens[:3])}) > 1  # samples differ
 
 
 def test_eos_handling():

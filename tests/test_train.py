@@ -125,6 +125,24 @@ def test_kl_penalty_pulls_the_policy_back_to_the_base(setup):
   jax.tree.map(lambda a, b: np.testing.assert_array_equal(a[0], b), state.params, policy)
 
 
+def test_the_base_model_is_read_only_for_the_kl_term(setup):
+  """kl_coef = 0: a NaN base model changes nothing (rollouts are not scored under
+  it) and no KL is logged; kl_coef > 0: it is read (NaN loss) and the KL is logged."""
+  env, params, mc, base = setup
+  nan_base = jax.tree.map(lambda x: jnp.full_like(x, jnp.nan), base)
+  for kl_coef in (0.0, 0.5):
+    config = dataclasses.replace(TINY, kl_coef=kl_coef)
+    init, run_chunk = train.make_train(config, mc, env, params, num_seeds=1)
+    state = init(base, _keys(1))
+    (good, good_metrics), (bad, bad_metrics) = run_chunk(state, base), run_chunk(state, nan_base)
+    if kl_coef:
+      assert np.isnan(bad_metrics["loss"]).all() and "kl_to_base" in good_metrics
+      assert np.isfinite(good_metrics["kl_to_base"]).all()
+    else:
+      assert "kl_to_base" not in good_metrics
+      jax.tree.map(np.testing.assert_array_equal, (bad, bad_metrics), (good, good_metrics))
+
+
 @pytest.mark.parametrize("estimator,extra", [
     ("grpo", {}), ("reward_shaping", {"lam": 0.5}), ("set_rl", {}),
     pytest.param("grpo", {"normalize": False}, marks=pytest.mark.slow),

@@ -1,0 +1,137 @@
+"""Where the real RL train step spends its time, phase by phase.
+
+  python -m bench.profile_step [--domain multiplication] [--repeats 5]
+
+The step is the main job's (configs/poly_epo.py, default size: 16 prompts x 16
+samples, up to 64 response tokens, the exact Poly-EPO advantage with sets of 4,
+2 minibatches, AdamW) on the domain's default model, from a random
+initialisation, which never emits EOS: every rollout runs all T decode steps,
+the worst case of the real step. Each phase is jitted alone at the step's shapes
+and timed (median after a warm-up):
+
+  prompts      sample B problems, render their prompts
+  prefill      one forward pass over the B x N prompts (every sample its own copy)
+  decode       T cached one-token steps of the whole batch (prefill subtracted)
+  scoring      rewards and strategy labels of the B x N responses
+  advantages   the per-prompt advantages
+  ref logp     teacher-forced log-probs under the base model (the KL term)
+  forward      the loss of every minibatch (teacher-forced forward)
+  backward     its gradient (value_and_grad minus forward)
+  optimiser    clipping + AdamW update of every minibatch
+
+and the whole step (one compiled `run_chunk` of one step) next to their sum.
+The decode's cost per step is split into a fixed part (the same loop decoding
+one row) and a per-row part (the rest, over the other B x N - 1 rows).
+"""
+
+import argparse
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+
+import envs
+from bench.timing import median_seconds
+from configs import poly_epo
+from experiments import common
+from polyepo import losses, model, pretrain, sampling, train
+
+
+def phases(domain: str, repeats: int):
+  """{phase: seconds}, and a dict describing the step."""
+  config = poly_epo.get_config(f"domain={domain}")
+  train_config, _, _ = common.rl_settings(config)
+  train_config = dataclasses.replace(train_config, steps_per_chunk=1)
+  env, env_params = envs.make(domain)
+  model_config = pretrain.model_config_for(env)
+  params = model.init_params(jax.random.key(0), model_config)
+  B, N, T = train_config.prompts_per_step, train_config.samples_per_prompt, env.max_response_len
+  M = train_config.num_minibatches
+  key = jax.random.key(1)
+  time = lambda fn, *args: median_seconds(lambda: fn(*args), repeats)
+
+  problems = env.sample_problems(key, env_params, B)
+  prompts = jnp.repeat(env.prompt_tokens(problems), N, axis=0)
+  repeated = jax.tree.map(lambda x: jnp.repeat(x, N, axis=0), problems)
+
+  def rollout(prompts, steps):
+    return sampling.sample(params, model_config, key, prompts, max_new_tokens=steps)
+
+  rollout_fn = jax.jit(rollout, static_argnums=1)
+  out = rollout_fn(prompts, T)
+  reward, label = jax.jit(env.score)(repeated, out.tokens)
+  adv = jax.jit(jax.vmap(functools.partial(train.group_advantages, train_config)))(
+      reward.reshape(B, N), label.reshape(B, N), jax.random.split(key, B))
+  adv = adv.reshape(-1)
+  logprobs = jax.jit(lambda p, *batch: model.sequence_logprobs(p, model_config, *batch))
+  optimizer = train.make_optimizer(train_config)
+  opt_state = optimizer.init(params)
+  rows = B * N // M
+  mb = (prompts[:rows], out.tokens[:rows], out.mask[:rows], out.logprobs[:rows], adv[:rows])
+  loss_config = losses.PGLossConfig(train_config.eps_low, train_config.eps_high,
+                                    train_config.aggregation)
+
+  def loss_fn(p, prompts, tokens, mask, old_logp, adv):
+    logp = model.sequence_logprobs(p, model_config, prompts, tokens, mask)
+    return losses.clipped_pg_loss(logp, old_logp, adv, mask, loss_config)[0]
+
+  grads = jax.grad(loss_fn)(params, *mb)
+
+  def apply(params, opt_state, grads):
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    return jax.tree.map(jnp.add, params, updates), opt_state
+
+  init, run_chunk = train.make_train(train_config, model_config, env, env_params, num_seeds=1)
+  state = init(params, jnp.zeros((1, 2), jnp.uint32))
+
+  one_row = prompts[:1]
+  prefill = time(rollout_fn, prompts, 1)
+  full = time(rollout_fn, prompts, T)
+  row_prefill = time(rollout_fn, one_row, 1)
+  row_full = time(rollout_fn, one_row, T)
+  fixed = (row_full - row_prefill) / (T - 1)
+  per_row = ((full - prefill) / (T - 1) - fixed) / (B * N - 1)
+  forward = time(jax.jit(loss_fn), params, *mb)
+  forward_backward = time(jax.jit(jax.value_and_grad(loss_fn)), params, *mb)
+  seconds = {
+      "prompts": time(jax.jit(lambda k: env.prompt_tokens(env.sample_problems(k, env_params, B))),
+                      key),
+      "prefill": prefill,
+      "decode": full - prefill,
+      "scoring": time(jax.jit(env.score), repeated, out.tokens),
+      "advantages": time(jax.jit(jax.vmap(functools.partial(train.group_advantages,
+                                                            train_config))),
+                         reward.reshape(B, N), label.reshape(B, N), jax.random.split(key, B)),
+      "ref logp": time(logprobs, params, prompts, out.tokens, out.mask),
+      "forward": M * forward,
+      "backward": M * (forward_backward - forward),
+      "optimiser": M * time(jax.jit(apply), params, opt_state, grads),
+  }
+  whole = time(run_chunk, state, params)
+  info = dict(B=B, N=N, T=T, P=prompts.shape[1], M=M, whole=whole,
+              fixed_ms=1e3 * fixed, per_row_us=1e6 * per_row)
+  return seconds, info
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--domain", default="multiplication")
+  parser.add_argument("--repeats", type=int, default=5)
+  args = parser.parse_args()
+  seconds, info = phases(args.domain, args.repeats)
+  total = sum(seconds.values())
+  print(f"{args.domain}: {info['B']} prompts x {info['N']} samples, prompt {info['P']} + "
+        f"response {info['T']} tokens, {info['M']} minibatches")
+  print(f"{'phase':<14}{'ms':>9}{'share':>8}")
+  for name, s in seconds.items():
+    print(f"{name:<14}{1e3 * s:>9.1f}{s / total:>8.0%}")
+  print(f"{'sum':<14}{1e3 * total:>9.1f}")
+  print(f"{'whole step':<14}{1e3 * info['whole']:>9.1f}")
+  print(f"decode step: {info['fixed_ms']:.3f} ms fixed + {info['per_row_us']:.2f} us per row "
+        f"({info['B'] * info['N']} rows: "
+        f"{info['fixed_ms'] * info['T']:.0f} ms fixed of {1e3 * seconds['decode']:.0f} ms)")
+
+
+if __name__ == "__main__":
+  main()
