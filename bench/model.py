@@ -53,11 +53,22 @@ def matmul_params(config: model.TransformerConfig) -> int:
   return config.num_layers * (qkv + out + mlp) + d * config.vocab_size
 
 
-def sampling_flops(config, batch, prompt_len, steps):
+def sampling_flops(config, batch, prompt_len, steps, samples_per_prompt=1):
+  """FLOPs of `batch` rollouts; each prompt prefilled once for its samples."""
   n, ld = matmul_params(config), config.num_layers * config.width
   prefill = sum(2 * n + 4 * ld * (c + 1) for c in range(prompt_len))
   decode = sum(2 * n + 4 * ld * (prompt_len + t + 1) for t in range(steps))
-  return batch * (prefill + decode)
+  return batch // samples_per_prompt * prefill + batch * decode
+
+
+def shared_prompt_training_flops(config, prompts, samples, prompt_len, response_len):
+  """Forward + backward (3 x forward) of `prompts` prompts run once each and
+  prompts x samples responses attending to them (model.sequence_logprobs with
+  samples_per_prompt), token t attending to the P + t + 1 keys it may see."""
+  n, ld = matmul_params(config), config.num_layers * config.width
+  prompt = sum(2 * n + 4 * ld * (c + 1) for c in range(prompt_len))
+  response = sum(2 * n + 4 * ld * (prompt_len + t + 1) for t in range(response_len))
+  return 3 * prompts * (prompt + samples * response)
 
 
 def training_flops(config, batch, seq_len):

@@ -10,11 +10,12 @@ the worst case of the real step. Each phase is jitted alone at the step's shapes
 and timed (median after a warm-up):
 
   prompts      sample B problems, render their prompts
-  prefill      one forward pass over the B x N prompts (every sample its own copy)
-  decode       T cached one-token steps of the whole batch (prefill subtracted)
+  prefill      one forward pass over the B prompts, the cache copied to N samples
+  decode       T cached one-token steps of the B x N rows (prefill subtracted)
   scoring      rewards and strategy labels of the B x N responses
   advantages   the per-prompt advantages
-  ref logp     teacher-forced log-probs under the base model (the KL term)
+  ref logp     teacher-forced log-probs under the base model (only when
+               kl_coef > 0: the KL term; not part of the default step)
   forward      the loss of every minibatch (teacher-forced forward)
   backward     its gradient (value_and_grad minus forward)
   optimiser    clipping + AdamW update of every minibatch
@@ -52,28 +53,32 @@ def phases(domain: str, repeats: int):
   time = lambda fn, *args: median_seconds(lambda: fn(*args), repeats)
 
   problems = env.sample_problems(key, env_params, B)
-  prompts = jnp.repeat(env.prompt_tokens(problems), N, axis=0)
+  distinct = env.prompt_tokens(problems)
+  prompts = jnp.repeat(distinct, N, axis=0)
   repeated = jax.tree.map(lambda x: jnp.repeat(x, N, axis=0), problems)
 
-  def rollout(prompts, steps):
-    return sampling.sample(params, model_config, key, prompts, max_new_tokens=steps)
+  def rollout(prompts, steps, samples):
+    return sampling.sample(params, model_config, key, prompts, max_new_tokens=steps,
+                           samples_per_prompt=samples, early_stop=False)
 
-  rollout_fn = jax.jit(rollout, static_argnums=1)
-  out = rollout_fn(prompts, T)
+  rollout_fn = jax.jit(rollout, static_argnums=(1, 2))
+  out = rollout_fn(distinct, T, N)
   reward, label = jax.jit(env.score)(repeated, out.tokens)
   adv = jax.jit(jax.vmap(functools.partial(train.group_advantages, train_config)))(
       reward.reshape(B, N), label.reshape(B, N), jax.random.split(key, B))
   adv = adv.reshape(-1)
-  logprobs = jax.jit(lambda p, *batch: model.sequence_logprobs(p, model_config, *batch))
+  logprobs = jax.jit(lambda p, *batch: model.sequence_logprobs(p, model_config, *batch,
+                                                               samples_per_prompt=N))
   optimizer = train.make_optimizer(train_config)
   opt_state = optimizer.init(params)
-  rows = B * N // M
-  mb = (prompts[:rows], out.tokens[:rows], out.mask[:rows], out.logprobs[:rows], adv[:rows])
+  groups, rows = B // M, B * N // M
+  mb = (distinct[:groups], out.tokens[:rows], out.mask[:rows], out.logprobs[:rows], adv[:rows])
   loss_config = losses.PGLossConfig(train_config.eps_low, train_config.eps_high,
                                     train_config.aggregation)
 
   def loss_fn(p, prompts, tokens, mask, old_logp, adv):
-    logp = model.sequence_logprobs(p, model_config, prompts, tokens, mask)
+    logp = model.sequence_logprobs(p, model_config, prompts, tokens, mask,
+                                   samples_per_prompt=N)
     return losses.clipped_pg_loss(logp, old_logp, adv, mask, loss_config)[0]
 
   grads = jax.grad(loss_fn)(params, *mb)
@@ -86,10 +91,10 @@ def phases(domain: str, repeats: int):
   state = init(params, jnp.zeros((1, 2), jnp.uint32))
 
   one_row = prompts[:1]
-  prefill = time(rollout_fn, prompts, 1)
-  full = time(rollout_fn, prompts, T)
-  row_prefill = time(rollout_fn, one_row, 1)
-  row_full = time(rollout_fn, one_row, T)
+  prefill = time(rollout_fn, distinct, 1, N)
+  full = time(rollout_fn, distinct, T, N)
+  row_prefill = time(rollout_fn, one_row, 1, 1)
+  row_full = time(rollout_fn, one_row, T, 1)
   fixed = (row_full - row_prefill) / (T - 1)
   per_row = ((full - prefill) / (T - 1) - fixed) / (B * N - 1)
   forward = time(jax.jit(loss_fn), params, *mb)
@@ -103,7 +108,8 @@ def phases(domain: str, repeats: int):
       "advantages": time(jax.jit(jax.vmap(functools.partial(train.group_advantages,
                                                             train_config))),
                          reward.reshape(B, N), label.reshape(B, N), jax.random.split(key, B)),
-      "ref logp": time(logprobs, params, prompts, out.tokens, out.mask),
+          "ref logp": time(logprobs, params, distinct, out.tokens, out.mask) if train_config.kl_coef
+                  else 0.0,
       "forward": M * forward,
       "backward": M * (forward_backward - forward),
       "optimiser": M * time(jax.jit(apply), params, opt_state, grads),

@@ -1,6 +1,6 @@
-"""RL train-step throughput: phase split, MFU, and vmapped seeds vs sequential runs.
+"""RL train-step throughput: ours next to TRL's, phase split, MFU, seeds.
 
-  python -m bench.train_step [--repeats 5] [--seeds 4]
+  python -m bench.train_step [--repeats 5] [--seeds 4] [--no-trl] [--no-seeds]
 
 1. A preset other libraries can run identically: a 2-layer, width-128, 4-head
    transformer (standard multi-head attention), 32-token vocabulary, 16 prompts x
@@ -8,7 +8,10 @@
    The step is timed whole (one jitted program) and split into its phases, each
    jitted alone: rollout, advantage (Poly-EPO's exact polychromic advantage), update;
    once with float32 matmuls and once with `matmul_dtype="bfloat16"` (bfloat16
-   operands, float32 accumulation; AMX on recent Intel CPUs).
+   operands, float32 accumulation; AMX on recent Intel CPUs). Then, in the same
+   run, Hugging Face TRL's GRPOTrainer on the same preset (bench/trl_preset.py,
+   in its own virtual environment, created on first use) and the ratio of its
+   step time to ours.
 2. The real train step (polyepo.train, multiplication domain, default model): S
    seeds vmapped in one program, mapped one at a time in one program
    (`seed_batch_size=1`), S single-seed programs run one after another, and one
@@ -19,17 +22,23 @@
 All numbers are medians after a warm-up, measured side by side in this process;
 FLOP/s are divided by a 2048^3 matmul of the same precision measured here too (CPU
 "MFU"; the bfloat16 one includes casting its float32 operands, as the model does).
+The FLOPs are those the step runs: each prompt once for its 16 samples.
 """
 
 import argparse
 import dataclasses
+import json
+import os
+import platform
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
 import optax
 
 import envs
-from bench.model import matmul_peak, sampling_flops, training_flops
+from bench.model import matmul_peak, sampling_flops, shared_prompt_training_flops
 from bench.timing import interleaved_median_seconds, median_seconds
 from polyepo import advantages, losses, model, pretrain, sampling, train
 
@@ -44,12 +53,11 @@ def preset_phases(repeats, matmul_dtype="float32"):
   params = model.init_params(jax.random.key(0), config)
   optimizer = optax.adam(1e-4)
   opt_state = optimizer.init(params)
-  prompts = jax.random.randint(jax.random.key(1), (PROMPTS, PROMPT_LEN), 2, config.vocab_size)
-  prompts = jnp.repeat(prompts, SAMPLES, axis=0)
+  distinct = jax.random.randint(jax.random.key(1), (PROMPTS, PROMPT_LEN), 2, config.vocab_size)
 
   def rollout(params, key):
-    return sampling.sample(params, config, key, prompts, max_new_tokens=RESPONSE,
-                           early_stop=False)
+    return sampling.sample(params, config, key, distinct, max_new_tokens=RESPONSE,
+                           samples_per_prompt=SAMPLES, early_stop=False)
 
   def advantage(key, tokens):
     rewards = jax.random.bernoulli(key, 0.4, (PROMPTS, SAMPLES)).astype(jnp.float32)
@@ -58,7 +66,8 @@ def preset_phases(repeats, matmul_dtype="float32"):
 
   def update(params, opt_state, out, adv):
     def loss_fn(p):
-      logp = model.sequence_logprobs(p, config, prompts, out.tokens, out.mask)
+      logp = model.sequence_logprobs(p, config, distinct, out.tokens, out.mask,
+                                     samples_per_prompt=SAMPLES)
       return losses.clipped_pg_loss(logp, out.logprobs, adv.reshape(-1), out.mask)[0]
     grads = jax.grad(loss_fn)(params)
     updates, opt_state = optimizer.update(grads, opt_state, params)
@@ -78,8 +87,8 @@ def preset_phases(repeats, matmul_dtype="float32"):
       "update": median_seconds(lambda: jax.jit(update)(params, opt_state, out, adv), repeats),
       "whole step": median_seconds(lambda: jax.jit(step)(params, opt_state, key), repeats),
   }
-  flops = {"rollout": sampling_flops(config, batch, PROMPT_LEN, RESPONSE),
-           "update": training_flops(config, batch, PROMPT_LEN + RESPONSE)}
+  flops = {"rollout": sampling_flops(config, batch, PROMPT_LEN, RESPONSE, SAMPLES),
+           "update": shared_prompt_training_flops(config, PROMPTS, SAMPLES, PROMPT_LEN, RESPONSE)}
   flops["whole step"] = flops["rollout"] + flops["update"]
   return times, flops
 
@@ -122,19 +131,47 @@ def seeds_ratio(num_seeds, repeats, prompts, samples):
       "combined": lambda: run_c(combined, base)}, repeats)
 
 
+def trl_seconds_per_step():
+  """TRL's GRPOTrainer on the preset (bench/trl_preset.py, its own venv): its JSON result."""
+  script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trl_preset.py")
+  done = subprocess.run([sys.executable, script, "--json"], capture_output=True, text=True)
+  if done.returncode:
+    raise RuntimeError(f"bench/trl_preset.py failed:\n{done.stdout}{done.stderr}")
+  return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def cpu_name():
+  """The CPU's model name, and whether it has AMX (bfloat16 tiles)."""
+  try:
+    with open("/proc/cpuinfo") as f:
+      info = f.read()
+  except OSError:
+    return platform.processor() or "unknown CPU"
+  name = next((line.split(":", 1)[1].strip() for line in info.splitlines()
+               if line.startswith("model name")), "unknown CPU")
+  return f"{name}, {os.cpu_count()} cores, {'with' if 'amx_bf16' in info else 'no'} AMX"
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--repeats", type=int, default=5)
   parser.add_argument("--seeds", type=int, default=4)
+  parser.add_argument("--no-trl", dest="trl", action="store_false",
+                      help="skip TRL's GRPOTrainer (which needs its own venv)")
+  parser.add_argument("--no-seeds", dest="seeds_table", action="store_false",
+                      help="skip the seeds table")
   args = parser.parse_args()
+  print(f"CPU: {cpu_name()}")
   peaks = {dtype: matmul_peak(matmul_dtype=dtype) for dtype in ("float32", "bfloat16")}
   print("matmul peak (2048^3): " + ", ".join(f"{dtype} {peak / 1e9:.1f} GFLOP/s"
                                             for dtype, peak in peaks.items()))
   tokens = PROMPTS * SAMPLES * RESPONSE
   print(f"\npreset: 2 layers x 128, 4 heads, vocab 32, {PROMPTS} prompts x {SAMPLES} samples "
         f"x {RESPONSE} tokens (full length), 1 epoch, Adam")
+  whole = {}
   for matmul_dtype in ("float32", "bfloat16"):
     times, flops = preset_phases(args.repeats, matmul_dtype)
+    whole[matmul_dtype] = times["whole step"]
     peak = peaks[matmul_dtype]
     print(f"\nmatmul_dtype={matmul_dtype}")
     print(f"{'phase':<12}{'seconds':>10}{'share':>8}{'tokens/s':>11}{'GFLOP/s':>10}{'MFU':>7}")
@@ -145,8 +182,17 @@ def main():
       if name in flops:
         row += f"{flops[name] / seconds / 1e9:>10.1f}{flops[name] / seconds / peak:>7.0%}"
       print(row)
-    print(f"reference: Hugging Face TRL GRPOTrainer, same workload on this machine, ~1.2 s/step; "
-          f"ratio {1.2 / times['whole step']:.1f}x")
+  if args.trl:
+    trl = trl_seconds_per_step()
+    print(f"\nHugging Face TRL {trl['trl']} GRPOTrainer (torch {trl['torch']}, "
+          f"{trl['threads']} threads), same preset, float32: {trl['seconds_per_step']:.3f} s/step "
+          f"(generation {trl['generation_seconds']:.3f} s); median of steps "
+          + " ".join(f"{t:.3f}" for t in trl["steps"][1:]))
+    for matmul_dtype, seconds in whole.items():
+      print(f"  ours, {matmul_dtype:<8}: {seconds:.3f} s/step, "
+            f"{trl['seconds_per_step'] / seconds:.2f}x TRL's speed")
+  if not args.seeds_table:
+    return
   print(f"\ntrain step (multiplication, default model), seconds per step of {args.seeds} seeds:"
         f"\n  vmapped / mapped (seed_batch_size=0 / 1) in one program, sequential single-seed"
         f"\n  programs, and one seed with {args.seeds}x the prompts (combined); speed-ups over"

@@ -467,30 +467,44 @@ def forward_cached(params, config: TransformerConfig, tokens: jax.Array,
 
 def sequence_logprobs(params, config: TransformerConfig,
                       prompt_tokens: jax.Array, response_tokens: jax.Array,
-                      response_mask: jax.Array) -> jax.Array:
+                      response_mask: jax.Array, samples_per_prompt: int = 1) -> jax.Array:
   """Teacher-forced log-probabilities of each response token.
 
-    logp[b, t] = log pi(response[b, t] | prompt[b], response[b, :t])
+    logp[r, t] = log pi(response[r, t] | prompt[r // N], response[r, :t])
 
   at temperature 1 (the policy's own distribution). Differentiable in params.
+  With N = samples_per_prompt > 1, each prompt is run once and its keys and
+  values serve its N responses (`repeat_cache`): the same numbers as repeating
+  the prompts N times, for 1 / N of the prompt's work (forward and backward).
 
   Args:
     params: model parameters.
     config: the model's TransformerConfig.
     prompt_tokens: i32[B, P], left-padded with config.pad_id.
-    response_tokens: i32[B, T].
-    response_mask: bool[B, T], True for real response tokens (EOS included).
+    response_tokens: i32[B * N, T]; rows b * N .. b * N + N - 1 answer prompt b.
+    response_mask: bool[B * N, T], True for real response tokens (EOS included).
+    samples_per_prompt: N (static).
 
   Returns:
-    f32[B, T], zero where response_mask is False.
+    f32[B * N, T], zero where response_mask is False.
   """
   chex.assert_rank([prompt_tokens, response_tokens], 2)
   chex.assert_equal_shape((response_tokens, response_mask))
+  chex.assert_axis_dimension(response_tokens, 0, prompt_tokens.shape[0] * samples_per_prompt)
   p = prompt_tokens.shape[1]
-  tokens = jnp.concatenate([prompt_tokens, response_tokens], axis=1)
-  mask = jnp.concatenate([prompt_tokens != config.pad_id, response_mask], axis=1)
-  logits = forward(params, config, tokens, mask)[:, p - 1:-1]
+  prompt_mask = prompt_tokens != config.pad_id
+  if samples_per_prompt == 1:
+    tokens = jnp.concatenate([prompt_tokens, response_tokens], axis=1)
+    mask = jnp.concatenate([prompt_mask, response_mask], axis=1)
+    logits = forward(params, config, tokens, mask)[:, p - 1:-1]
+  else:
+    cache = init_cache(config, prompt_tokens.shape[0], p + response_tokens.shape[1])
+    prompt_logits, cache = forward_cached(params, config, prompt_tokens, cache, prompt_mask)
+    cache = repeat_cache(cache, samples_per_prompt)
+    response_logits, _ = forward_cached(params, config, response_tokens[:, :-1], cache,
+                                        response_mask[:, :-1])
+    first = jnp.repeat(prompt_logits[:, -1:], samples_per_prompt, axis=0)
+    logits = jnp.concatenate([first, response_logits], axis=1)
   logp = jax.nn.log_softmax(logits, axis=-1)
   logp = jnp.take_along_axis(logp, response_tokens[..., None], axis=-1)[..., 0]
   return jnp.where(response_mask, logp, 0.0)
-

@@ -29,7 +29,7 @@ numbers (filters that are off are then skipped at trace time) or traced
 scalars (vmappable, e.g. a temperature sweep).
 """
 
-from typing import NamedTuple, Union
+from typing import NamedTuple, Optional, Union
 
 import chex
 import jax
@@ -137,7 +137,8 @@ def inverse_cdf_sample(logp: jax.Array, u: jax.Array) -> jax.Array:
 def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
            prompt_tokens: jax.Array, *, max_new_tokens: int,
            temperature: Scalar = 1.0, top_k: Scalar = 0, top_p: Scalar = 1.0,
-           samples_per_prompt: int = 1, early_stop: bool = True) -> Rollout:
+           samples_per_prompt: int = 1, early_stop: bool = True,
+           axis_name: Optional[str] = None) -> Rollout:
   """Samples `samples_per_prompt` responses for each prompt.
 
   Args:
@@ -152,6 +153,11 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
       samples.
     early_stop: stop once all rows emitted EOS (`while_loop`), else always run
       T steps (`scan`). Results are identical.
+    axis_name: when `sample` is vmapped with this axis name (e.g. over seeds),
+      the loop runs until every row of every vmapped instance is done. Without
+      it, vmap turns the loop's exit test into one per instance, and every step
+      then selects each loop variable (the KV cache included) between its old
+      and new value.
 
   Returns:
     Rollout with fields of shape [B * N, T]; row b * N + j is sample j of
@@ -209,7 +215,10 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
 
   def cond(carry):
     t, _, _, done, _ = carry
-    return (t < steps - 1) & ~jnp.all(done)
+    running = ~jnp.all(done)
+    if axis_name is not None:
+      running = jax.lax.psum(running.astype(jnp.int32), axis_name) > 0
+    return (t < steps - 1) & running
 
   def body(carry):
     t, logits, cache, done, buffers = carry

@@ -280,3 +280,31 @@ def test_repeated_cache_is_the_cache_of_repeated_rows(num_kv_heads):
     assert a.shape == b.shape
     np.testing.assert_allclose(a, b, atol=1e-5)
   assert model.repeat_cache(once, 1) is once
+
+
+@pytest.mark.parametrize("num_kv_heads", [1, 2])
+def test_shared_prompt_logprobs_equal_repeated_prompts(num_kv_heads):
+  """Running each prompt once for its N responses gives the log-probs, and the
+  gradient, of repeating the prompt N times (left-padded prompts, ragged masks)."""
+  config = model.TransformerConfig(**{**CONFIG.__dict__, "num_kv_heads": num_kv_heads})
+  params = _params(config)
+  prompts = np.array(_tokens(jax.random.key(5), (3, 5), config))
+  prompts[1, :2] = config.pad_id
+  responses = _tokens(jax.random.key(6), (12, 7), config)
+  mask = jnp.arange(7)[None] < jnp.array([7, 1, 4, 6] * 3)[:, None]
+  prompts = jnp.asarray(prompts)
+
+  def loss(p, shared):
+    if shared:
+      logp = model.sequence_logprobs(p, config, prompts, responses, mask, samples_per_prompt=4)
+    else:
+      logp = model.sequence_logprobs(p, config, jnp.repeat(prompts, 4, 0), responses, mask)
+    return jnp.sum(logp * jnp.arange(1.0, 8.0)), logp
+
+  (_, shared), g_shared = jax.value_and_grad(loss, has_aux=True)(params, True)
+  (_, repeated), g_repeated = jax.value_and_grad(loss, has_aux=True)(params, False)
+  assert shared.shape == (12, 7)
+  np.testing.assert_allclose(shared, repeated, atol=1e-5)
+  assert (np.asarray(shared)[~np.asarray(mask)] == 0).all()
+  for a, b in zip(jax.tree.leaves(g_shared), jax.tree.leaves(g_repeated)):
+    np.testing.assert_allclose(a, b, atol=1e-4, rtol=1e-4)
