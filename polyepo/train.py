@@ -211,9 +211,10 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
   Returns:
     (init, run_chunk); without num_seeds, `run_chunk(state, base_params,
     axis_name=None)` takes the name of an axis it is vmapped over, so that
-    the seeds' rollouts stop together. With config.kl_coef > 0 the base model scores every
-    rollout: the KL to it enters the loss and is logged (`kl_to_base`);
-    otherwise `base_params` is not read (evaluation measures the KL).
+    the seeds' rollouts stop together. With config.kl_coef > 0 the base
+    model scores every rollout: the KL to it enters the loss and is logged
+    (`kl_to_base`); otherwise `base_params` is not read (evaluation measures
+    the KL).
   """
   validate(config)
   if mesh is not None and config.prompts_per_step % mesh.shape["data"]:
