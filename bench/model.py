@@ -61,16 +61,6 @@ def sampling_flops(config, batch, prompt_len, steps, samples_per_prompt=1):
   return batch // samples_per_prompt * prefill + batch * decode
 
 
-def shared_prompt_training_flops(config, prompts, samples, prompt_len, response_len):
-  """Forward + backward (3 x forward) of `prompts` prompts run once each and
-  prompts x samples responses attending to them (model.sequence_logprobs with
-  samples_per_prompt), token t attending to the P + t + 1 keys it may see."""
-  n, ld = matmul_params(config), config.num_layers * config.width
-  prompt = sum(2 * n + 4 * ld * (c + 1) for c in range(prompt_len))
-  response = sum(2 * n + 4 * ld * (prompt_len + t + 1) for t in range(response_len))
-  return 3 * prompts * (prompt + samples * response)
-
-
 def training_flops(config, batch, seq_len):
   n, ld = matmul_params(config), config.num_layers * config.width
   return batch * (6 * n * seq_len + 12 * ld * seq_len**2)

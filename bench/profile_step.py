@@ -54,7 +54,6 @@ def phases(domain: str, repeats: int):
 
   problems = env.sample_problems(key, env_params, B)
   distinct = env.prompt_tokens(problems)
-  prompts = jnp.repeat(distinct, N, axis=0)
   repeated = jax.tree.map(lambda x: jnp.repeat(x, N, axis=0), problems)
 
   def rollout(prompts, steps, samples):
@@ -90,7 +89,7 @@ def phases(domain: str, repeats: int):
   init, run_chunk = train.make_train(train_config, model_config, env, env_params, num_seeds=1)
   state = init(params, jnp.zeros((1, 2), jnp.uint32))
 
-  one_row = prompts[:1]
+  one_row = distinct[:1]
   prefill = time(rollout_fn, distinct, 1, N)
   full = time(rollout_fn, distinct, T, N)
   row_prefill = time(rollout_fn, one_row, 1, 1)
@@ -108,14 +107,14 @@ def phases(domain: str, repeats: int):
       "advantages": time(jax.jit(jax.vmap(functools.partial(train.group_advantages,
                                                             train_config))),
                          reward.reshape(B, N), label.reshape(B, N), jax.random.split(key, B)),
-          "ref logp": time(logprobs, params, distinct, out.tokens, out.mask) if train_config.kl_coef
-                  else 0.0,
+      "ref logp": (time(logprobs, params, distinct, out.tokens, out.mask)
+                   if train_config.kl_coef else 0.0),
       "forward": M * forward,
       "backward": M * (forward_backward - forward),
       "optimiser": M * time(jax.jit(apply), params, opt_state, grads),
   }
   whole = time(run_chunk, state, params)
-  info = dict(B=B, N=N, T=T, P=prompts.shape[1], M=M, whole=whole,
+  info = dict(B=B, N=N, T=T, P=distinct.shape[1], M=M, whole=whole,
               fixed_ms=1e3 * fixed, per_row_us=1e6 * per_row)
   return seconds, info
 

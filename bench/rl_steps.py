@@ -13,6 +13,7 @@ headline sweep.
 """
 
 import argparse
+import ast
 import statistics
 import time
 
@@ -45,6 +46,15 @@ def seconds_per_step(config, chunks: int) -> float:
   return statistics.median(times)
 
 
+def _override(item: str):
+  """"run.num_seeds=3" -> ("run.num_seeds", 3); a value that is no Python literal stays a string."""
+  key, _, value = item.partition("=")
+  try:
+    return key, ast.literal_eval(value)
+  except (ValueError, SyntaxError):
+    return key, value
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--config", help="one config, file.py[:config string]")
@@ -56,9 +66,7 @@ def main():
   args = parser.parse_args()
   if args.config:
     file, _, string = args.config.partition(":")
-    overrides = dict(item.split("=", 1) for item in args.set)
-    overrides = {k: type(sweep.build_config(sweep.Run("", file, string, {}))[k.split(".")[0]]
-                         [k.split(".")[1]])(v) for k, v in overrides.items()}
+    overrides = dict(map(_override, args.set))
     runs = [sweep.Run(" ".join([args.config] + args.set), file, string, overrides)]
   else:
     runs = [] if args.sweep else [MAIN_JOB]

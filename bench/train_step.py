@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import optax
 
 import envs
-from bench.model import matmul_peak, sampling_flops, shared_prompt_training_flops
+from bench.model import matmul_peak, sampling_flops
 from bench.timing import interleaved_median_seconds, median_seconds
 from polyepo import advantages, losses, model, pretrain, sampling, train
 
@@ -87,8 +87,10 @@ def preset_phases(repeats, matmul_dtype="float32"):
       "update": median_seconds(lambda: jax.jit(update)(params, opt_state, out, adv), repeats),
       "whole step": median_seconds(lambda: jax.jit(step)(params, opt_state, key), repeats),
   }
-  flops = {"rollout": sampling_flops(config, batch, PROMPT_LEN, RESPONSE, SAMPLES),
-           "update": shared_prompt_training_flops(config, PROMPTS, SAMPLES, PROMPT_LEN, RESPONSE)}
+  # The update runs the rollout's tokens again (each prompt once for its samples),
+  # forward and backward: 3 x the rollout's FLOPs.
+  flops = {"rollout": sampling_flops(config, batch, PROMPT_LEN, RESPONSE, SAMPLES)}
+  flops["update"] = 3 * flops["rollout"]
   flops["whole step"] = flops["rollout"] + flops["update"]
   return times, flops
 

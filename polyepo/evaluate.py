@@ -68,9 +68,9 @@ def _kl_to_base(params, base_params, model_config, prompts, rollout, temperature
   Unbiased for the per-sequence KL when the samples come from the policy itself
   (temperature 1); at another temperature it is measured on tempered samples.
   """
-  repeated = jnp.repeat(prompts, rollout.tokens.shape[0] // prompts.shape[0], axis=0)
-  logp = lambda p: model.sequence_logprobs(p, model_config, repeated, rollout.tokens,
-                                           rollout.mask)
+  samples = rollout.tokens.shape[0] // prompts.shape[0]
+  logp = lambda p: model.sequence_logprobs(p, model_config, prompts, rollout.tokens,
+                                           rollout.mask, samples_per_prompt=samples)
   policy_logp = rollout.logprobs if temperature == 1.0 else logp(params)
   return jnp.sum(jnp.where(rollout.mask, losses.kl_k3(policy_logp, logp(base_params)), 0.0),
                  axis=-1)
