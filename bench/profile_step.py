@@ -35,14 +35,14 @@ import jax.numpy as jnp
 import envs
 from bench.timing import median_seconds
 from configs import poly_epo
-from experiments import common
+from experiments import build
 from polyepo import losses, model, pretrain, sampling, train
 
 
 def phases(domain: str, repeats: int):
   """{phase: seconds}, and a dict describing the step."""
   config = poly_epo.get_config(f"domain={domain}")
-  train_config, _, _ = common.rl_settings(config)
+  train_config, _ = build.rl_settings(config)
   train_config = dataclasses.replace(train_config, steps_per_chunk=1)
   env, env_params = envs.make(domain)
   model_config = pretrain.model_config_for(env)

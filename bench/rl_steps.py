@@ -20,17 +20,17 @@ import time
 import jax
 import jax.numpy as jnp
 
-from experiments import common, sweep
+from experiments import build, sweep
 from polyepo import train
 
-MAIN_JOB = sweep.Run("main job", "configs/poly_epo.py", "domain=multiplication", {})
+MAIN_JOB = sweep.RunSpec("main job", "configs/poly_epo.py", "domain=multiplication", {})
 
 
 def seconds_per_step(config, chunks: int) -> float:
   """Median seconds per step of `chunks` compiled chunks (after a warm-up chunk)."""
-  train_config, settings, _ = common.rl_settings(config)
-  env, base_model_config, params, _ = common.base_model(config.base, progress=False)
-  model_config = common.policy_model_config(config, base_model_config)
+  train_config, settings = build.rl_settings(config)
+  env, base_model_config, params, _ = build.base_model(config.base, progress=False)
+  model_config = build.policy_model_config(config, base_model_config)
   init, run_chunk = train.make_train(train_config, model_config, env, env.default_params(),
                                      num_seeds=settings.num_seeds,
                                      seed_batch_size=settings.seed_batch_size)
@@ -67,7 +67,7 @@ def main():
   if args.config:
     file, _, string = args.config.partition(":")
     overrides = dict(map(_override, args.set))
-    runs = [sweep.Run(" ".join([args.config] + args.set), file, string, overrides)]
+    runs = [sweep.RunSpec(" ".join([args.config] + args.set), file, string, overrides)]
   else:
     runs = [] if args.sweep else [MAIN_JOB]
     runs += sweep.load_sweep(args.sweep or "configs/sweeps/headline.py")

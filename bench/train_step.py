@@ -116,7 +116,7 @@ def seeds_ratio(num_seeds, repeats, prompts, samples):
   def make(num_prompts, seeds, seed_batch_size=0):
     train_config = train.TrainConfig(estimator="set_rl", prompts_per_step=num_prompts,
                                      samples_per_prompt=samples, set_size=2,
-                                     steps_per_chunk=1, num_steps=1)
+                                     num_minibatches=1, steps_per_chunk=1, num_steps=1)
     return train.make_train(train_config, config, env, env_params, num_seeds=seeds,
                             seed_batch_size=seed_batch_size)
 

@@ -6,17 +6,64 @@ The config string picks the domain and the size:
   size=default  the main job: about 15 minutes on a 2-core CPU, base model included
   size=paper    N=32 samples, sets of n=8, longer training
 Any field can be overridden: --config.train.learning_rate=3e-5.
+
+Defaults are written once, in the dataclasses the fields unpack into
+(polyepo.train.TrainConfig, polyepo.loop.RunSettings); this file lists and
+comments every field, and sets what an algorithm or a size changes.
 """
+
+import dataclasses
 
 import ml_collections
 
-from configs import common
+from configs import choices
 from configs import pretrain as pretrain_config
+from polyepo import loop, train
+
+# config.train: the fields of polyepo.train.TrainConfig, at its defaults except
+# the algorithm's (estimator, ...) and the size presets below:
+#   estimator          grpo | reward_shaping | set_rl
+#   normalize          grpo: divide by the reward std (False = Dr. GRPO);
+#                      set_rl: standardise each prompt's advantages
+#   lam                reward shaping: weight of the diversity bonus
+#   objective          set_rl objective: polychromic | polychromic_correct_only |
+#                      pass_at_n | mean_reward | srl
+#   set_size           set_rl: n, the set size (1 <= n < N)
+#   num_subsets        set_rl: 0 = exact over all C(N, n) sets, else K sampled
+#   prompts_per_step   B: prompts per step
+#   samples_per_prompt N: rollouts per prompt
+#   temperature        rollout temperature
+#   num_epochs         μ: passes over each step's rollouts
+#   num_minibatches    minibatches per pass (each holds whole groups; divides B)
+#   learning_rate      AdamW learning rate (after warm-up)
+#   warmup_steps       linear warm-up steps
+#   weight_decay       AdamW weight decay
+#   grad_clip          global-norm gradient clipping
+#   eps_low            PPO clip below (ratio >= 1 - eps_low)
+#   eps_high           PPO clip above (ratio <= 1 + eps_high)
+#   aggregation        token_mean | sequence_mean | sequence_sum
+#   kl_coef            β: weight of the k3 KL to the base model
+#   num_steps          RL steps
+#   steps_per_chunk    steps per compiled chunk (host logs between chunks)
+#
+# config.run: the fields of polyepo.loop.RunSettings, at its defaults except the
+# size presets below:
+#   num_seeds          seeds trained together (vmapped)
+#   seed_batch_size    seeds computed at once: 0 = all; k runs batches of k
+#                      (on a 2-core CPU, 1 is 1.1-1.4x faster for large batches)
+#   seed               base seed
+#   eval_every         evaluate on the test/ood splits every k steps (0: start/end)
+#   checkpoint_every   orbax checkpoint every k steps (and at the end)
+#   eval_num_problems  problems per eval split
+#   eval_num_samples   samples per problem (pass@k up to k = this)
+#   eval_temperature   sampling temperature at evaluation
+#   num_devices        devices of the `data` mesh axis (0 = all)
+#   max_checkpoints    orbax checkpoints kept
 
 
 def get_config(arg=None, **algorithm):
   """The shared config; `algorithm` sets config.train fields (estimator, ...)."""
-  args = common.parse_arg(arg, domain="multiplication", size="default")
+  args = choices.parse_arg(arg, domain="multiplication", size="default")
   config = ml_collections.ConfigDict()
   config.name = algorithm.pop("name")       # run name (used in the default workdir)
   config.domain = args.domain               # synthetic domain (envs.make name)
@@ -30,46 +77,11 @@ def get_config(arg=None, **algorithm):
   # faster on CPUs with AMX, see polyepo.model.TransformerConfig).
   config.matmul_dtype = "float32"
 
-  config.train = ml_collections.ConfigDict()
-  t = config.train
-  t.estimator = "grpo"          # grpo | reward_shaping | set_rl
-  t.normalize = True            # grpo: divide by the reward std (False = Dr. GRPO);
-                                # set_rl: standardise each prompt's advantages
-  t.lam = 0.0                   # reward shaping: weight of the diversity bonus
-  t.objective = "polychromic"   # set_rl objective: polychromic | polychromic_correct_only |
-                                # pass_at_n | mean_reward | srl
-  t.set_size = 4                # set_rl: n, the set size (1 <= n < N)
-  t.num_subsets = 0             # set_rl: 0 = exact over all C(N, n) sets, else K sampled
-  t.prompts_per_step = 16       # B: prompts per step
-  t.samples_per_prompt = 16     # N: rollouts per prompt
-  t.temperature = 1.0           # rollout temperature
-  t.num_epochs = 1              # μ: passes over each step's rollouts
-  t.num_minibatches = 2         # minibatches per pass
-  t.learning_rate = 3e-5        # AdamW learning rate (after warm-up)
-  t.warmup_steps = 5            # linear warm-up steps
-  t.weight_decay = 0.0
-  t.grad_clip = 1.0             # global-norm gradient clipping
-  t.eps_low = 0.2               # PPO clip below (ratio >= 1 - eps_low)
-  t.eps_high = 0.28             # PPO clip above (ratio <= 1 + eps_high)
-  t.aggregation = "token_mean"  # token_mean | sequence_mean | sequence_sum
-  t.kl_coef = 0.0               # β: weight of the k3 KL to the base model
-  t.num_steps = 100             # RL steps
-  t.steps_per_chunk = 10        # steps per compiled chunk (host logs between chunks)
-  t.update(algorithm)
+  config.train = ml_collections.ConfigDict(
+      dataclasses.asdict(train.TrainConfig(**algorithm)))  # fields above
+  config.run = ml_collections.ConfigDict(dataclasses.asdict(loop.RunSettings()))  # fields above
 
-  config.run = ml_collections.ConfigDict()
-  r = config.run
-  r.num_seeds = 1               # seeds trained together (vmapped)
-  r.seed_batch_size = 0         # seeds computed at once: 0 = all; k runs batches of k
-                                # (on a 2-core CPU, 1 is 1.1-1.4x faster for large batches)
-  r.seed = 0                    # base seed
-  r.eval_every = 50             # evaluate on the test/ood splits every k steps (0: start/end)
-  r.checkpoint_every = 50       # orbax checkpoint every k steps (and at the end)
-  r.eval_num_problems = 64      # problems per eval split
-  r.eval_num_samples = 32       # samples per problem (pass@k up to k = this)
-  r.eval_temperature = 1.0
-  r.num_devices = 0             # devices of the `data` mesh axis (0 = all)
-
+  t, r = config.train, config.run
   if args.size == "smoke":
     t.prompts_per_step = 4
     t.samples_per_prompt = 4

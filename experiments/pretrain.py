@@ -14,7 +14,7 @@ import os
 from absl import app, flags, logging
 from ml_collections import config_flags
 
-from experiments import common
+from experiments import build
 from polyepo import evaluate
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Pretraining config file.",
@@ -26,9 +26,9 @@ def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
   config = _CONFIG.value
-  env, model_config, params, directory = common.base_model(config)
+  env, model_config, params, directory = build.base_model(config)
   print(f"base model: {directory}")
-  results = common.base_report(config, env, model_config, params)
+  results = build.base_report(config, env, model_config, params)
   for split, summary in results.items():
     print(evaluate.format_report(summary, title=f"== {config.domain} / {split} =="))
   with open(os.path.join(directory, "report.json"), "w") as f:

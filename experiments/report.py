@@ -71,8 +71,8 @@ def mean_ci(values: Sequence[float]):
   return float(values.mean()), float(t * values.std(ddof=1) / np.sqrt(values.size))
 
 
-class Run(NamedTuple):
-  """A finished (or partial) run directory."""
+class RunRecord(NamedTuple):
+  """What a finished (or partial) run directory holds: its config and records."""
   name: str
   domain: str
   algorithm: str           # table row label
@@ -101,7 +101,7 @@ def _read_jsonl(path: str) -> List[Dict[str, Any]]:
   return writers.read_jsonl(path) if os.path.exists(path) else []
 
 
-def load_runs(sweep_dirs: Sequence[str]) -> List[Run]:
+def load_runs(sweep_dirs: Sequence[str]) -> List[RunRecord]:
   """Every run directory (with an evaluation) under the sweep directories, by name."""
   runs = []
   for sweep_dir in sweep_dirs:
@@ -116,14 +116,14 @@ def load_runs(sweep_dirs: Sequence[str]) -> List[Run]:
       with open(os.path.join(workdir, "config.json")) as f:
         config = json.load(f)
       lam = config["train"]["lam"] if config["train"]["estimator"] == "reward_shaping" else None
-      runs.append(Run(name, config["domain"], algorithm_label(config), lam, config, evals,
-                      _read_jsonl(os.path.join(workdir, "train.jsonl"))))
+      runs.append(RunRecord(name, config["domain"], algorithm_label(config), lam, config,
+                            evals, _read_jsonl(os.path.join(workdir, "train.jsonl"))))
   if not runs:
     raise FileNotFoundError(f"No run with an evaluation under {', '.join(sweep_dirs)}.")
   return runs
 
 
-def is_complete(run: Run) -> bool:
+def is_complete(run: RunRecord) -> bool:
   return run.evals[-1]["step"] == run.config["train"]["num_steps"]
 
 
@@ -138,8 +138,8 @@ def seed_values(record: Dict[str, Any], split: str, key: str) -> List[float]:
   return [metric(s, key) for s in record[split]["seeds"]]
 
 
-def select_rows(runs: List[Run], domain: str) -> Dict[str, Dict[str, Any]]:
-  """{row label: {"record": eval record, "run": Run, "note": str}} of one domain.
+def select_rows(runs: List[RunRecord], domain: str) -> Dict[str, Dict[str, Any]]:
+  """{row label: {"record": eval record, "run": RunRecord, "note": str}} of one domain.
 
   Base is the step-0 evaluation of the first complete run (all runs of a domain
   start from the same base model and evaluate it with the same keys). Among
@@ -152,7 +152,7 @@ def select_rows(runs: List[Run], domain: str) -> Dict[str, Dict[str, Any]]:
     return rows
   base_source = next((r for r in runs if r.algorithm == "GRPO"), runs[0])
   rows["Base"] = {"record": base_source.evals[0], "run": base_source, "note": "step 0"}
-  by_label: Dict[str, List[Run]] = {}
+  by_label: Dict[str, List[RunRecord]] = {}
   for run in runs:
     by_label.setdefault(run.algorithm, []).append(run)
   for label, group in by_label.items():
@@ -331,7 +331,7 @@ def sweep_info(sweep_dirs: Sequence[str]) -> List[str]:
   return lines
 
 
-def markdown(runs: List[Run], sweep_dirs: Sequence[str]) -> str:
+def markdown(runs: List[RunRecord], sweep_dirs: Sequence[str]) -> str:
   """The whole report.md."""
   lines = ["# Results", "",
            "Final evaluation of each run (mean ± 95% Student-t interval over seeds). "

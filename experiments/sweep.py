@@ -47,8 +47,8 @@ flags.mark_flags_as_required(["sweep"])
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-class Run(NamedTuple):
-  """One entry of a sweep."""
+class RunSpec(NamedTuple):
+  """One planned run of a sweep: its name and how to configure it."""
   name: str
   config_file: str
   config_string: str
@@ -78,7 +78,7 @@ def _run_name(config_file: str, config_string: str, overrides: Dict[str, Any],
   return "-".join(parts)
 
 
-def load_sweep(spec: str) -> List[Run]:
+def load_sweep(spec: str) -> List[RunSpec]:
   """The runs of a sweep file (`path[:config string]`), named and checked.
 
   Raises:
@@ -100,7 +100,7 @@ def load_sweep(spec: str) -> List[Run]:
   keys = sorted({k for _, _, o in entries for k in o})
   varying = [k for k in keys
              if len({json.dumps(o.get(k), default=str) for _, _, o in entries}) > 1]
-  runs = [Run(_run_name(f, s, o, varying), f, s, dict(o)) for f, s, o in entries]
+  runs = [RunSpec(_run_name(f, s, o, varying), f, s, dict(o)) for f, s, o in entries]
   names = [r.name for r in runs]
   duplicates = sorted({n for n in names if names.count(n) > 1})
   if duplicates:
@@ -110,7 +110,7 @@ def load_sweep(spec: str) -> List[Run]:
   return runs
 
 
-def build_config(run: Run):
+def build_config(run: RunSpec):
   """The run's ConfigDict: the config file's get_config(string) plus the overrides."""
   module = _load_module(os.path.join(ROOT, run.config_file)
                         if not os.path.isabs(run.config_file) else run.config_file,
@@ -136,12 +136,12 @@ def build_config(run: Run):
   return config
 
 
-def check_run(run: Run) -> None:
+def check_run(run: RunSpec) -> None:
   """Fails (ValueError naming the run) if the run's config is invalid."""
-  from experiments import common  # pylint: disable=g-import-not-at-top
+  from experiments import build  # pylint: disable=g-import-not-at-top
   config = build_config(run)
   try:
-    common.rl_settings(config)
+    build.rl_settings(config)
   except ValueError as err:
     raise ValueError(f"Run {run.name!r}: {err}") from err
 
@@ -181,7 +181,7 @@ def _log(sweep_dir: str, record: Dict[str, Any]) -> None:
     f.write(json.dumps(record) + "\n")
 
 
-def prepare_sweep_dir(sweep_dir: str, runs: List[Run], overwrite: bool) -> None:
+def prepare_sweep_dir(sweep_dir: str, runs: List[RunSpec], overwrite: bool) -> None:
   """Creates the sweep directory; refuses one made by a different sweep."""
   manifest = {"runs": [r._asdict() for r in runs]}
   path = os.path.join(sweep_dir, "sweep.json")
@@ -200,27 +200,28 @@ def prepare_sweep_dir(sweep_dir: str, runs: List[Run], overwrite: bool) -> None:
     json.dump(manifest, f, indent=2, sort_keys=True, default=str)
 
 
-def prepare_shared(runs: List[Run]) -> None:
+def prepare_shared(runs: List[RunSpec]) -> None:
   """Builds what runs share, once, before they start (parallel runs would race).
 
   Pretrains (or loads) each distinct base model and builds each domain's TFDS
   eval splits.
   """
-  from experiments import common  # pylint: disable=g-import-not-at-top
+  from experiments import build  # pylint: disable=g-import-not-at-top
   seen = set()
   for run in runs:
     config = build_config(run)
     key = json.dumps(config.base.to_dict(), sort_keys=True, default=str)
     if key not in seen:
       seen.add(key)
-      _, _, _, directory = common.base_model(config.base)
+      _, _, _, directory = build.base_model(config.base)
       print(f"base model ready: {directory}", flush=True)
     if config.domain not in seen:
       seen.add(config.domain)
-      common.eval_problems(config.domain)
+      build.eval_problems(config.domain)
 
 
-def run_sweep(runs: List[Run], sweep_dir: str, parallel: int = 1, progress: bool = True) -> bool:
+def run_sweep(runs: List[RunSpec], sweep_dir: str, parallel: int = 1,
+              progress: bool = True) -> bool:
   """Runs every unfinished run; returns whether all of them succeeded."""
   from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top
   pending = []

@@ -17,7 +17,7 @@ from absl import app, flags, logging
 import jax
 from ml_collections import config_flags
 
-from experiments import common
+from experiments import build
 from polyepo import evaluate, loop, train
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "RL config file (configs/*.py).",
@@ -34,17 +34,17 @@ def main(argv):
   if os.environ.get("POLYEPO_DISTRIBUTED"):
     jax.distributed.initialize()
   config = _CONFIG.value
-  train_config, run_settings, num_devices = common.rl_settings(config)  # fail early
-  mesh = train.make_mesh(num_devices, train_config.prompts_per_step)
+  train_config, run_settings = build.rl_settings(config)  # fail early
+  mesh = train.make_mesh(run_settings.num_devices, train_config.prompts_per_step)
   workdir = _WORKDIR.value or os.path.join("runs", f"{config.name}-{config.domain}-{config.size}")
   loop.prepare_workdir(workdir, _RESUME.value, _OVERWRITE.value)  # refuse before any work
 
-  env, model_config, base_params, base_dir = common.base_model(config.base)
-  model_config = common.policy_model_config(config, model_config)
+  env, model_config, base_params, base_dir = build.base_model(config.base)
+  model_config = build.policy_model_config(config, model_config)
   print(f"base model: {base_dir}")
   final = loop.train_and_evaluate(
       train_config, model_config, env, env.default_params(), base_params,
-      common.eval_problems(config.domain), workdir,
+      build.eval_problems(config.domain), workdir,
       run_settings, resume=_RESUME.value, overwrite=_OVERWRITE.value,
       config_record=config.to_dict(), mesh=mesh)
   for split, result in final.items():

@@ -1,9 +1,11 @@
 """Argument checks that raise `ValueError` naming the argument, at trace time.
 
-chex's assertions raise `AssertionError`; public functions here promise
-`ValueError`, so these small checks wrap the few cases we need. Everything
-inspected is static (shapes, dtypes, Python ints), so the checks run once while
-tracing and cost nothing inside `jit`.
+Every public function of the library and every config's `validate` reports a bad
+argument or field the same way: a `ValueError` whose message names it and the
+valid choices or range (chex's assertions would raise `AssertionError`, so
+these small checks wrap the few cases we need). Everything inspected is static
+(shapes, dtypes, Python numbers), so the checks run once while tracing and cost
+nothing inside `jit`.
 """
 
 import math
@@ -40,6 +42,14 @@ def rank(name: str, x, expected: int) -> None:
         f"{name} must have rank {expected}, got shape {jnp.shape(x)}.")
 
 
+def axis_size(name: str, x, axis: int, expected: int, meaning: str) -> None:
+  """x.shape[axis] == expected; `meaning` says where `expected` comes from."""
+  if jnp.shape(x)[axis] != expected:
+    raise ValueError(
+        f"{name} must have {expected} ({meaning}) entries on axis {axis}, got shape "
+        f"{jnp.shape(x)}.")
+
+
 def same_shape(name_a: str, a, name_b: str, b) -> None:
   if jnp.shape(a) != jnp.shape(b):
     raise ValueError(
@@ -58,6 +68,18 @@ def floating_or_integer(name: str, x) -> None:
   if not (jnp.issubdtype(dtype, jnp.floating) or
           jnp.issubdtype(dtype, jnp.integer) or dtype == jnp.bool_):
     raise ValueError(f"{name} must be numeric, got dtype {dtype}.")
+
+
+def at_least(name: str, value, low) -> None:
+  """value >= low (a config field or a Python-number argument)."""
+  if not value >= low:
+    raise ValueError(f"{name} must be >= {low}, got {value}.")
+
+
+def greater_than(name: str, value, low) -> None:
+  """value > low (a config field or a Python-number argument)."""
+  if not value > low:
+    raise ValueError(f"{name} must be > {low}, got {value}.")
 
 
 def one_of(name: str, value, choices) -> None:

@@ -6,7 +6,7 @@ For each problem, `num_samples` responses are drawn at the given temperature in
 jitted chunks; rewards and strategy labels come from the environment. The
 summary (`summarize`) holds pass@k for every k = 1..num_samples (unbiased),
 strategy shares, per-strategy accuracy, distinct and distinct-correct strategies,
-decoy mass, branch point, majority-vote accuracy (for envs with `answers`) and
+decoy mass, branch point, majority-vote accuracy (from `env.answers`) and
 response length.
 """
 
@@ -17,8 +17,28 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from polyepo import losses, metrics, model, sampling
+from polyepo import _checks, losses, metrics, model, sampling
 from polyepo.env_api import DEGENERATE
+
+
+def validate(*, num_samples: int, temperature: float, num_problems: Optional[int] = None,
+             problems_per_chunk: int = 1, prefix: str = "") -> None:
+  """Raises ValueError naming the setting and its valid range, before compiling.
+
+  Args:
+    num_samples: S, samples per problem (>= 1).
+    temperature: sampling temperature (>= 0; 0 is greedy decoding).
+    num_problems: problems evaluated (>= 1), if known.
+    problems_per_chunk: problems per compiled call (>= 1).
+    prefix: prepended to each name in a message, so that it names the config
+      field the setting came from ("eval_" for `loop.RunSettings`, "report."
+      for the pretraining config's report).
+  """
+  _checks.at_least(f"{prefix}num_samples", num_samples, 1)
+  _checks.at_least(f"{prefix}temperature", temperature, 0)
+  if num_problems is not None:
+    _checks.at_least(f"{prefix}num_problems", num_problems, 1)
+  _checks.at_least(f"{prefix}problems_per_chunk", problems_per_chunk, 1)
 
 
 class Samples(NamedTuple):
@@ -27,7 +47,7 @@ class Samples(NamedTuple):
   labels: np.ndarray         # i32[P, S]
   lengths: np.ndarray        # i32[P, S]  response tokens incl. EOS
   branch_points: np.ndarray  # f32[P]     mean shared-prefix length per problem
-  answers: np.ndarray        # i32[P, S]  final-answer ids (-1: none, or env without `answers`)
+  answers: np.ndarray        # i32[P, S]  final-answer ids (-1: none)
   kl_to_base: Optional[np.ndarray] = None  # f32[P, S] k3 KL to the base model, summed over
                                            # each response's tokens (None: not measured)
 
@@ -46,10 +66,7 @@ def _sample_chunk(params, model_config, env, problems, num_samples, key, tempera
                             samples_per_prompt=num_samples)
   problems_rep = jax.tree.map(lambda x: jnp.repeat(x, num_samples, axis=0), problems)
   reward, label = env.score(problems_rep, rollout.tokens)
-  if hasattr(env, "answers"):
-    answers = env.answers(problems_rep, rollout.tokens)
-  else:
-    answers = jnp.full(label.shape, -1, jnp.int32)
+  answers = env.answers(problems_rep, rollout.tokens)
   shape = (num_problems, num_samples)
   tokens = rollout.tokens.reshape(shape + rollout.tokens.shape[1:])
   mask = rollout.mask.reshape(shape + rollout.mask.shape[1:])
@@ -98,6 +115,8 @@ def sample_responses(params, model_config, env, problems, key, *, num_samples: i
     Samples with host arrays.
   """
   num_problems = jax.tree.leaves(problems)[0].shape[0]
+  validate(num_samples=num_samples, temperature=temperature, num_problems=num_problems,
+           problems_per_chunk=problems_per_chunk)
   chunk = min(problems_per_chunk, num_problems)
   padded = -(-num_problems // chunk) * chunk
   problems = jax.tree.map(
@@ -159,8 +178,8 @@ def summarize(samples: Samples, strategy_names) -> Dict[str, Any]:
     kl = float(samples.kl_to_base.sum() / max(samples.lengths.sum(), 1))
   majority = None
   if (samples.answers >= 0).any():
-    majority = float(np.mean(jax.vmap(metrics.majority_vote)(
-        jnp.asarray(rewards), jnp.asarray(samples.answers))[0]))
+    majority = float(np.mean(jax.vmap(metrics.majority_vote_accuracy)(
+        jnp.asarray(rewards), jnp.asarray(samples.answers))))
   return {
       "num_problems": int(num_problems),
       "num_samples": int(num_samples),

@@ -23,12 +23,15 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
-from polyepo import evaluate, train, writers
+from polyepo import _checks, evaluate, train, writers
 
 
 @dataclasses.dataclass(frozen=True)
 class RunSettings:
-  """Host-side settings of a run.
+  """Host-side settings of a run (validated by `validate`).
+
+  The defaults are the RL configs' (configs/base.py builds `config.run` from
+  them and overrides only the size presets).
 
   Attributes:
     num_seeds: S seeds trained together (vmapped).
@@ -40,24 +43,31 @@ class RunSettings:
       steps_per_chunk; the last step is always checkpointed).
     eval_num_problems: problems per eval split.
     eval_num_samples: samples per problem (pass@k for k up to this).
-    eval_temperature: sampling temperature at evaluation.
+    eval_temperature: sampling temperature at evaluation (0: greedy).
+    num_devices: devices of the `data` mesh axis that the entry point builds
+      (`train.make_mesh`; 0 = all that divide the prompt batch).
     max_checkpoints: checkpoints kept.
   """
   num_seeds: int = 1
   seed_batch_size: int = 0
   seed: int = 0
-  eval_every: int = 0
+  eval_every: int = 50
   checkpoint_every: int = 50
   eval_num_problems: int = 64
   eval_num_samples: int = 32
   eval_temperature: float = 1.0
+  num_devices: int = 0
   max_checkpoints: int = 2
 
 
-def validate_settings(settings: RunSettings, config: train.TrainConfig) -> None:
+def validate(settings: RunSettings, config: train.TrainConfig) -> None:
+  """Raises ValueError naming the field and its valid range, before compiling.
+
+  `config` is the run's (validated) TrainConfig: eval_every, checkpoint_every
+  and its num_steps must be multiples of its steps_per_chunk.
+  """
   chunk = config.steps_per_chunk
-  if settings.num_seeds < 1:
-    raise ValueError(f"num_seeds must be >= 1, got {settings.num_seeds}.")
+  _checks.at_least("num_seeds", settings.num_seeds, 1)
   train.check_seed_batch_size(settings.seed_batch_size, settings.num_seeds)
   for name in ("eval_every", "checkpoint_every"):
     value = getattr(settings, name)
@@ -67,6 +77,11 @@ def validate_settings(settings: RunSettings, config: train.TrainConfig) -> None:
   if config.num_steps % chunk:
     raise ValueError(f"num_steps={config.num_steps} must be a multiple of "
                      f"steps_per_chunk={chunk}.")
+  evaluate.validate(num_problems=settings.eval_num_problems,
+                    num_samples=settings.eval_num_samples,
+                    temperature=settings.eval_temperature, prefix="eval_")
+  _checks.at_least("num_devices", settings.num_devices, 0)
+  _checks.at_least("max_checkpoints", settings.max_checkpoints, 1)
 
 
 def prepare_workdir(workdir: str, resume: bool, overwrite: bool) -> None:
@@ -159,7 +174,8 @@ def train_and_evaluate(config: train.TrainConfig, model_config, env, env_params,
   """
   from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top
 
-  validate_settings(settings, config)
+  train.validate(config)
+  validate(settings, config)
   prepare_workdir(workdir, resume, overwrite)
   if config_record is not None:
     with open(os.path.join(workdir, "config.json"), "w") as f:

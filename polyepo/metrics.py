@@ -1,9 +1,8 @@
 """Evaluation metrics for one prompt's group of N generations (vmap over prompts).
 
-pass@k (unbiased), strategy counts and entropy, branch point, majority vote.
+pass@k (unbiased), strategy counts and entropy, branch point, majority-vote accuracy
+and the top answer's vote share.
 """
-
-from typing import Tuple
 
 import jax
 import jax.numpy as jnp
@@ -97,22 +96,31 @@ def branch_point(tokens: jax.Array, mask: jax.Array) -> jax.Array:
   return jnp.sum(jnp.where(pairs, lengths, 0.0)) / max(num_samples * (num_samples - 1) // 2, 1)
 
 
-def majority_vote(rewards: jax.Array, answers: jax.Array) -> Tuple[jax.Array, jax.Array]:
-  """Majority-vote accuracy and top-answer vote share of one group.
+def majority_vote_accuracy(rewards: jax.Array, answers: jax.Array) -> jax.Array:
+  """Majority-vote accuracy of one group: the reward of its most common answer.
 
   Args:
     rewards: f32[N]; answers: i32[N] answer ids, -1 for no answer (no vote).
 
   Returns:
-    (accuracy f32[], top_share f32[]): the reward of the majority answer (ties
-    averaged, 0 without votes) and the fraction of all N generations that voted
-    for the most common answer.
+    f32[]: the reward of the majority answer, ties averaged, 0 without votes
+    (`objectives.majority_vote_reward`).
   """
   _checks.rank("rewards", rewards, 1)
   _checks.integer("answers", answers)
   _checks.same_shape("rewards", rewards, "answers", answers)
-  accuracy = objectives.majority_vote_reward(rewards, answers)
+  return objectives.majority_vote_reward(rewards, answers)
+
+
+def top_answer_share(answers: jax.Array) -> jax.Array:
+  """Share of the N generations that voted for the most common answer: f32[].
+
+  Args:
+    answers: i32[N] answer ids, -1 for no answer (no vote; counts in N).
+  """
+  _checks.rank("answers", answers, 1)
+  _checks.integer("answers", answers)
   votes = answers >= 0
   counts = jnp.sum((answers[:, None] == answers[None, :]) & votes[None, :], -1)
   top = jnp.max(jnp.where(votes, counts, 0))
-  return accuracy, top.astype(jnp.float32) / answers.shape[0]
+  return top.astype(jnp.float32) / answers.shape[0]

@@ -38,11 +38,12 @@ import functools
 import math
 from typing import Optional, Tuple
 
-import chex
 import flax
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+
+from polyepo import _checks
 
 ACTIVATIONS = {"relu": nn.relu, "gelu": nn.gelu, "silu": nn.silu}
 MATMUL_DTYPES = ("float32", "bfloat16")
@@ -376,10 +377,10 @@ def forward(params, config: TransformerConfig, tokens: jax.Array,
   Returns:
     logits: f32[B, T, V]; logits[:, t] predicts token t + 1.
   """
-  chex.assert_rank(tokens, 2)
+  _checks.rank("tokens", tokens, 2)
   if mask is None:
     mask = jnp.ones(tokens.shape, bool)
-  chex.assert_equal_shape((tokens, mask))
+  _checks.same_shape("tokens", tokens, "mask", mask)
   t = tokens.shape[1]
   causal = jnp.tril(jnp.ones((t, t), bool))
   attn_mask = causal[None] & mask[:, None, :]
@@ -443,10 +444,10 @@ def forward_cached(params, config: TransformerConfig, tokens: jax.Array,
   Returns:
     (logits f32[B, T, V], the cache with the T tokens appended).
   """
-  chex.assert_rank(tokens, 2)
+  _checks.rank("tokens", tokens, 2)
   if mask is None:
     mask = jnp.ones(tokens.shape, bool)
-  chex.assert_equal_shape((tokens, mask))
+  _checks.same_shape("tokens", tokens, "mask", mask)
   t = tokens.shape[1]
   slot_mask = jax.lax.dynamic_update_slice(cache.mask, mask, (0, cache.index))
   query_slot = cache.index + jnp.arange(t)
@@ -488,9 +489,12 @@ def sequence_logprobs(params, config: TransformerConfig,
   Returns:
     f32[B * N, T], zero where response_mask is False.
   """
-  chex.assert_rank([prompt_tokens, response_tokens], 2)
-  chex.assert_equal_shape((response_tokens, response_mask))
-  chex.assert_axis_dimension(response_tokens, 0, prompt_tokens.shape[0] * samples_per_prompt)
+  _checks.rank("prompt_tokens", prompt_tokens, 2)
+  _checks.rank("response_tokens", response_tokens, 2)
+  _checks.same_shape("response_tokens", response_tokens, "response_mask", response_mask)
+  _checks.axis_size("response_tokens", response_tokens, 0,
+                    prompt_tokens.shape[0] * samples_per_prompt,
+                    "prompts x samples_per_prompt")
   p = prompt_tokens.shape[1]
   prompt_mask = prompt_tokens != config.pad_id
   if samples_per_prompt == 1:

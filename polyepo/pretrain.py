@@ -18,20 +18,24 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from polyepo import checkpoint
+from polyepo import _checks, checkpoint
 from polyepo import model as model_lib
 
 
 @dataclasses.dataclass(frozen=True)
 class PretrainConfig:
-  """Static settings of a pretraining run (hashable).
+  """Static settings of a pretraining run (hashable; validated by `validate`).
+
+  mixture, slip_rate and num_steps differ per domain and have no default (their
+  values live in configs/pretrain.py); the other defaults are the configs'
+  (configs/pretrain.py builds `config.pretrain` from them).
 
   Attributes:
     mixture: unnormalised weight of each strategy, in the env's strategy order;
       per problem it is renormalised over the strategies that apply.
     slip_rate: probability that a demonstration carries an arithmetic slip.
-    batch_size: demonstrations per step.
     num_steps: optimiser steps.
+    batch_size: demonstrations per step.
     learning_rate: peak Adam learning rate (linear warm-up, cosine decay).
     warmup_steps: warm-up length.
     end_lr_ratio: final learning rate as a fraction of the peak.
@@ -41,15 +45,40 @@ class PretrainConfig:
       between chunks).
   """
   mixture: Tuple[float, ...]
-  slip_rate: float = 0.1
+  slip_rate: float
+  num_steps: int
   batch_size: int = 256
-  num_steps: int = 1500
   learning_rate: float = 3e-3
   warmup_steps: int = 50
   end_lr_ratio: float = 0.05
   weight_decay: float = 0.01
   grad_clip: float = 1.0
   steps_per_chunk: int = 50
+
+
+def validate(config: PretrainConfig, strategy_names: Sequence[str]) -> None:
+  """Raises ValueError naming the field and its valid range, before compiling.
+
+  Args:
+    config: the pretraining settings.
+    strategy_names: the env's strategies; the mixture has a weight for each.
+  """
+  if len(config.mixture) != len(strategy_names):
+    raise ValueError(
+        f"mixture has {len(config.mixture)} weights but the env has "
+        f"{len(strategy_names)} strategies: {', '.join(strategy_names)}.")
+  if min(config.mixture) < 0 or sum(config.mixture) <= 0:
+    raise ValueError(f"mixture weights must be >= 0 with a positive sum, got {config.mixture}.")
+  if not 0 <= config.slip_rate < 1:
+    raise ValueError(f"slip_rate must be in [0, 1), got {config.slip_rate}.")
+  for name in ("num_steps", "batch_size", "steps_per_chunk"):
+    _checks.at_least(name, getattr(config, name), 1)
+  _checks.greater_than("learning_rate", config.learning_rate, 0)
+  for name in ("warmup_steps", "weight_decay"):
+    _checks.at_least(name, getattr(config, name), 0)
+  if not 0 <= config.end_lr_ratio <= 1:
+    raise ValueError(f"end_lr_ratio must be in [0, 1], got {config.end_lr_ratio}.")
+  _checks.greater_than("grad_clip", config.grad_clip, 0)
 
 
 class PretrainState(NamedTuple):
@@ -117,13 +146,9 @@ def make_pretrain(config: PretrainConfig, model_config: model_lib.TransformerCon
   `run_chunk` runs `config.steps_per_chunk` steps in one `lax.scan`; metrics
   are stacked per step: "loss" (mean response-token cross-entropy), "token_prob"
   (mean probability given to the demonstrated response tokens) and "learning_rate".
+  A bad config raises ValueError here, before anything compiles (`validate`).
   """
-  if len(config.mixture) != len(env.strategy_names):
-    raise ValueError(
-        f"mixture has {len(config.mixture)} weights but the env has "
-        f"{len(env.strategy_names)} strategies: {', '.join(env.strategy_names)}.")
-  if min(config.mixture) < 0 or sum(config.mixture) <= 0:
-    raise ValueError(f"mixture weights must be >= 0 with a positive sum, got {config.mixture}.")
+  validate(config, env.strategy_names)
   optimizer = make_optimizer(config)
   schedule = _schedule(config)
 

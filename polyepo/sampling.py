@@ -31,10 +31,10 @@ scalars (vmappable, e.g. a temperature sweep).
 
 from typing import NamedTuple, Optional, Union
 
-import chex
 import jax
 import jax.numpy as jnp
 
+from polyepo import _checks
 from polyepo import model as model_lib
 
 Scalar = Union[float, int, jax.Array]
@@ -163,7 +163,7 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
     Rollout with fields of shape [B * N, T]; row b * N + j is sample j of
     prompt b.
   """
-  chex.assert_rank(prompt_tokens, 2)
+  _checks.rank("prompt_tokens", prompt_tokens, 2)
   num_prompts, prompt_len = prompt_tokens.shape
   batch = num_prompts * samples_per_prompt
   steps = max_new_tokens

@@ -36,6 +36,10 @@ ESTIMATORS = ("grpo", "reward_shaping", "set_rl")
 class TrainConfig:
   """Static settings of an RL run (hashable; validated by `validate`).
 
+  The defaults are the RL configs' (configs/base.py builds `config.train` from
+  them, and overrides only the algorithm's fields and the size presets), so
+  this is the one place each default is written.
+
   Attributes:
     estimator: "grpo", "reward_shaping" or "set_rl".
     normalize: grpo / reward_shaping: divide by the group's reward std (False
@@ -67,41 +71,40 @@ class TrainConfig:
   samples_per_prompt: int = 16
   temperature: float = 1.0
   num_epochs: int = 1
-  num_minibatches: int = 1
-  learning_rate: float = 1e-4
-  warmup_steps: int = 10
+  num_minibatches: int = 2
+  learning_rate: float = 3e-5
+  warmup_steps: int = 5
   weight_decay: float = 0.0
   grad_clip: float = 1.0
   eps_low: float = 0.2
   eps_high: float = 0.28
   aggregation: str = "token_mean"
   kl_coef: float = 0.0
-  num_steps: int = 200
+  num_steps: int = 100
   steps_per_chunk: int = 10
 
 
 def validate(config: TrainConfig) -> None:
-  """Raises ValueError naming the field and the valid choices, before compiling."""
+  """Raises ValueError naming the field and the valid choices or range, before compiling.
+
+  Learning rate 0 is allowed: the policy then stays the base model (a control).
+  """
   _checks.one_of("estimator", config.estimator, ESTIMATORS)
   _checks.one_of("aggregation", config.aggregation, losses.AGGREGATIONS)
   N = config.samples_per_prompt
-  if N < 2:
-    raise ValueError(f"samples_per_prompt must be >= 2, got {N}.")
+  _checks.at_least("samples_per_prompt", N, 2)
   for name in ("prompts_per_step", "num_epochs", "num_minibatches", "num_steps",
                "steps_per_chunk"):
-    if getattr(config, name) < 1:
-      raise ValueError(f"{name} must be >= 1, got {getattr(config, name)}.")
+    _checks.at_least(name, getattr(config, name), 1)
   if config.prompts_per_step % config.num_minibatches:
     raise ValueError(
         f"num_minibatches={config.num_minibatches} must divide prompts_per_step="
         f"{config.prompts_per_step}: a minibatch holds whole groups (a prompt and its "
         f"samples_per_prompt responses).")
-  if config.lam < 0:
-    raise ValueError(f"lam must be >= 0, got {config.lam}.")
-  if config.kl_coef < 0:
-    raise ValueError(f"kl_coef must be >= 0, got {config.kl_coef}.")
-  if config.temperature <= 0:
-    raise ValueError(f"temperature must be > 0, got {config.temperature}.")
+  for name in ("lam", "kl_coef", "learning_rate", "warmup_steps", "weight_decay"):
+    _checks.at_least(name, getattr(config, name), 0)
+  _checks.greater_than("grad_clip", config.grad_clip, 0)
+  _checks.greater_than("temperature", config.temperature, 0)
   if not 0 <= config.eps_low < 1 or config.eps_high < 0:
     raise ValueError(f"need 0 <= eps_low < 1 and eps_high >= 0, got "
                      f"eps_low={config.eps_low}, eps_high={config.eps_high}.")

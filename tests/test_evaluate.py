@@ -35,6 +35,34 @@ def test_summarize_hand_values():
   assert no_answers["majority_vote"] is None
 
 
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(num_samples=0), "num_samples must be >= 1, got 0"),
+    (dict(temperature=-0.5), "temperature must be >= 0, got -0.5"),
+    (dict(num_problems=0), "num_problems must be >= 1, got 0"),
+    (dict(problems_per_chunk=0), "problems_per_chunk must be >= 1, got 0"),
+    (dict(num_samples=0, prefix="eval_"), "eval_num_samples must be >= 1, got 0"),
+    (dict(temperature=-1.0, prefix="report."), "report.temperature must be >= 0, got -1.0"),
+])
+def test_validate_names_the_bad_setting(kwargs, match):
+  settings = dict(num_samples=4, temperature=1.0, num_problems=2, problems_per_chunk=1)
+  with pytest.raises(ValueError, match=match):
+    evaluate.validate(**{**settings, **kwargs})
+
+
+def test_validate_accepts_greedy_and_one_sample():
+  evaluate.validate(num_samples=1, temperature=0.0, num_problems=1)
+
+
+def test_evaluate_checks_its_settings_before_sampling():
+  env, params = envs.make("multiplication")
+  mc = pretrain.model_config_for(env, width=32, num_layers=1, num_heads=2)
+  problems = jax.tree.map(np.asarray, env.sample_problems(jax.random.key(1), params, 2))
+  with pytest.raises(ValueError, match="num_samples must be >= 1, got 0"):
+    evaluate.evaluate(None, mc, env, problems, jax.random.key(2), num_samples=0)
+  with pytest.raises(ValueError, match="temperature must be >= 0, got -1.0"):
+    evaluate.sample_responses(None, mc, env, problems, jax.random.key(2), temperature=-1.0)
+
+
 def test_sample_responses_shapes_and_determinism():
   env, params = envs.make("multiplication")
   mc = pretrain.model_config_for(env, width=32, num_layers=1, num_heads=2)

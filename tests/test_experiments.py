@@ -77,13 +77,16 @@ def test_smoke_run_polynomial_roots(name, cache, tmp_path):
     ("--config.train.lam=-1.0", "lam must be >= 0"),
     ("--config.matmul_dtype=float16", "matmul_dtype must be one of 'float32', 'bfloat16'"),
     ("--config.run.num_devices=3", "num_devices=3 must divide prompts_per_step="),
+    ("--config.run.eval_num_samples=0", "eval_num_samples must be >= 1, got 0"),
+    ("--config.base.pretrain.num_steps=0", "base: num_steps must be >= 1, got 0"),
+    ("--config.base.pretrain.slip_rate=1.0", "base: slip_rate must be in [0, 1), got 1.0"),
 ])
 def test_bad_config_fails_before_compiling(override, message, cache, tmp_path):
   result = _run(["experiments.synthetic", "--config=configs/poly_epo.py:size=smoke",
                  f"--workdir={tmp_path / 'bad'}", override], cache, timeout=120)
   assert result.returncode != 0
   assert message in result.stderr, result.stderr[-2000:]
-  assert "pretrain" not in result.stderr  # failed before pretraining started
+  assert "pretrain:" not in result.stderr  # no pretraining progress bar: failed before it
 
 
 def test_bad_config_string(cache, tmp_path):

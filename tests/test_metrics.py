@@ -69,11 +69,19 @@ def test_branch_point_brute_force():
   assert np.isclose(metrics.branch_point(jnp.asarray(tokens), jnp.asarray(mask)), np.mean(pairs))
 
 
-def test_majority_vote_metric():
-  acc, share = metrics.majority_vote(jnp.array([1.0, 1, 0, 0, 0]), jnp.array([3, 3, 5, 5, 5]))
-  assert acc == 0.0 and np.isclose(share, 3 / 5)
-  acc, share = metrics.majority_vote(jnp.array([1.0, 1, 0, 0]), jnp.array([3, 3, -1, -1]))
-  assert acc == 1.0 and np.isclose(share, 0.5)
+def test_majority_vote_accuracy_and_top_answer_share():
+  rewards, answers = jnp.array([1.0, 1, 0, 0, 0]), jnp.array([3, 3, 5, 5, 5])
+  assert metrics.majority_vote_accuracy(rewards, answers) == 0.0
+  assert np.isclose(metrics.top_answer_share(answers), 3 / 5)
+  rewards, answers = jnp.array([1.0, 1, 0, 0]), jnp.array([3, 3, -1, -1])  # abstentions
+  assert metrics.majority_vote_accuracy(rewards, answers) == 1.0
+  assert np.isclose(metrics.top_answer_share(answers), 0.5)
+  rewards, answers = jnp.array([1.0, 0, 0, 0]), jnp.array([3, 4, -1, -1])  # a tie
+  assert metrics.majority_vote_accuracy(rewards, answers) == 0.5
+  assert np.isclose(metrics.top_answer_share(answers), 0.25)
+  answers = jnp.full(4, -1)  # no votes at all
+  assert metrics.majority_vote_accuracy(rewards, answers) == 0.0
+  assert metrics.top_answer_share(answers) == 0.0
 
 
 def test_metrics_jit_and_vmap():
@@ -85,7 +93,8 @@ def test_metrics_jit_and_vmap():
   fns = [lambda r, l, t, m: metrics.distinct_correct_strategies(r, l),
          lambda r, l, t, m: metrics.strategy_entropy(l, 3),
          lambda r, l, t, m: metrics.branch_point(t, m),
-         lambda r, l, t, m: metrics.majority_vote(r, l)[0],
+         lambda r, l, t, m: metrics.majority_vote_accuracy(r, l),
+         lambda r, l, t, m: metrics.top_answer_share(l),
          lambda r, l, t, m: metrics.pass_at_k(8, jnp.sum(r > 0), 4)]
   for fn in fns:
     batched = jax.jit(jax.vmap(fn))(rewards, labels, tokens, mask)

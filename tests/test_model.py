@@ -213,6 +213,37 @@ def test_config_rejects_bad_shapes(kwargs):
     model.TransformerConfig(**{**CONFIG.__dict__, **kwargs})
 
 
+@pytest.mark.parametrize("call,match", [
+    (lambda p: model.forward(p, CONFIG, jnp.ones((2, 3, 4), jnp.int32)),
+     r"tokens must have rank 2, got shape \(2, 3, 4\)"),
+    (lambda p: model.forward(p, CONFIG, jnp.ones((2, 3), jnp.int32), jnp.ones((2, 4), bool)),
+     r"tokens and mask must have the same shape, got \(2, 3\) and \(2, 4\)"),
+    (lambda p: model.forward_cached(p, CONFIG, jnp.ones((2,), jnp.int32),
+                                    model.init_cache(CONFIG, 2, 8)),
+     "tokens must have rank 2"),
+    (lambda p: model.forward_cached(p, CONFIG, jnp.ones((2, 1), jnp.int32),
+                                    model.init_cache(CONFIG, 2, 8), jnp.ones((2, 2), bool)),
+     "tokens and mask must have the same shape"),
+    (lambda p: model.sequence_logprobs(p, CONFIG, jnp.ones((2,), jnp.int32),
+                                       jnp.ones((2, 3), jnp.int32), jnp.ones((2, 3), bool)),
+     "prompt_tokens must have rank 2"),
+    (lambda p: model.sequence_logprobs(p, CONFIG, jnp.ones((2, 4), jnp.int32),
+                                       jnp.ones((2, 3, 1), jnp.int32), jnp.ones((2, 3), bool)),
+     "response_tokens must have rank 2"),
+    (lambda p: model.sequence_logprobs(p, CONFIG, jnp.ones((2, 4), jnp.int32),
+                                       jnp.ones((2, 3), jnp.int32), jnp.ones((2, 5), bool)),
+     "response_tokens and response_mask must have the same shape"),
+    (lambda p: model.sequence_logprobs(p, CONFIG, jnp.ones((2, 4), jnp.int32),
+                                       jnp.ones((6, 3), jnp.int32), jnp.ones((6, 3), bool),
+                                       samples_per_prompt=2),
+     r"response_tokens must have 4 \(prompts x samples_per_prompt\) entries on axis 0, "
+     r"got shape \(6, 3\)"),
+])
+def test_public_functions_name_a_bad_argument(call, match):
+  with pytest.raises(ValueError, match=match):
+    call(_params())
+
+
 def test_init_cache_checks_max_len():
   with pytest.raises(ValueError, match="max_len"):
     model.init_cache(CONFIG, 2, CONFIG.max_len + 1)

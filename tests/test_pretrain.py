@@ -1,5 +1,7 @@
-"""Tests for polyepo.pretrain: the corpus, the loss going down, the base-model cache."""
+"""Tests for polyepo.pretrain: the corpus, the loss going down, the base-model cache,
+validation."""
 
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -47,8 +49,9 @@ def test_response_mask_hand_values():
 
 def test_loss_goes_down(env):
   env, params = env
-  config = pretrain.PretrainConfig(mixture=(1.0,) * 8, batch_size=32, num_steps=40,
-                                   steps_per_chunk=20, learning_rate=3e-3, warmup_steps=5)
+  config = pretrain.PretrainConfig(mixture=(1.0,) * 8, slip_rate=0.1, batch_size=32,
+                                   num_steps=40, steps_per_chunk=20, learning_rate=3e-3,
+                                   warmup_steps=5)
   init, run_chunk = pretrain.make_pretrain(config, pretrain.model_config_for(env, **SMALL),
                                            env, params)
   state = init(jax.random.key(0))
@@ -59,20 +62,53 @@ def test_loss_goes_down(env):
   assert int(state.step) == 40
 
 
-def test_bad_mixture(env):
+def test_make_pretrain_refuses_a_bad_config(env):
   env, params = env
   mc = pretrain.model_config_for(env, **SMALL)
+  config = pretrain.PretrainConfig(mixture=(1.0, 2.0), slip_rate=0.1, num_steps=10)
   with pytest.raises(ValueError, match="8 strategies: long_by_b"):
-    pretrain.make_pretrain(pretrain.PretrainConfig(mixture=(1.0, 2.0)), mc, env, params)
-  with pytest.raises(ValueError, match="mixture weights"):
-    pretrain.make_pretrain(pretrain.PretrainConfig(mixture=(-1.0,) + (1.0,) * 7), mc, env, params)
+    pretrain.make_pretrain(config, mc, env, params)
+  with pytest.raises(ValueError, match="num_steps must be >= 1, got 0"):
+    pretrain.make_pretrain(dataclasses.replace(config, mixture=(1.0,) * 8, num_steps=0),
+                           mc, env, params)
+
+
+STRATEGIES = ("a", "b", "c")
+GOOD = pretrain.PretrainConfig(mixture=(3.0, 1.0, 0.0), slip_rate=0.0, num_steps=1)
+
+
+@pytest.mark.parametrize("change,match", [
+    (dict(mixture=(1.0, 2.0)), "mixture has 2 weights but the env has 3 strategies: a, b, c"),
+    (dict(mixture=(-1.0, 1.0, 1.0)), r"mixture weights must be >= 0 with a positive sum"),
+    (dict(mixture=(0.0, 0.0, 0.0)), r"mixture weights must be >= 0 with a positive sum"),
+    (dict(slip_rate=1.0), r"slip_rate must be in \[0, 1\), got 1.0"),
+    (dict(slip_rate=-0.1), r"slip_rate must be in \[0, 1\), got -0.1"),
+    (dict(num_steps=0), "num_steps must be >= 1, got 0"),
+    (dict(batch_size=0), "batch_size must be >= 1, got 0"),
+    (dict(steps_per_chunk=0), "steps_per_chunk must be >= 1, got 0"),
+    (dict(learning_rate=0.0), "learning_rate must be > 0, got 0.0"),
+    (dict(learning_rate=-1e-3), "learning_rate must be > 0, got -0.001"),
+    (dict(warmup_steps=-1), "warmup_steps must be >= 0, got -1"),
+    (dict(weight_decay=-0.01), "weight_decay must be >= 0, got -0.01"),
+    (dict(end_lr_ratio=1.5), r"end_lr_ratio must be in \[0, 1\], got 1.5"),
+    (dict(grad_clip=0.0), "grad_clip must be > 0, got 0.0"),
+])
+def test_validate_names_the_bad_field(change, match):
+  with pytest.raises(ValueError, match=match):
+    pretrain.validate(dataclasses.replace(GOOD, **change), STRATEGIES)
+
+
+def test_validate_accepts_edges():
+  pretrain.validate(GOOD, STRATEGIES)  # zero weights, no slips, one step
+  pretrain.validate(dataclasses.replace(GOOD, slip_rate=0.99, end_lr_ratio=1.0,
+                                        warmup_steps=0, weight_decay=0.0), STRATEGIES)
 
 
 def test_base_model_is_cached_and_reused(env, tmp_path):
   env, params = env
   mc = pretrain.model_config_for(env, **SMALL)
-  config = pretrain.PretrainConfig(mixture=(1.0,) * 8, batch_size=8, num_steps=4,
-                                   steps_per_chunk=2)
+  config = pretrain.PretrainConfig(mixture=(1.0,) * 8, slip_rate=0.1, batch_size=8,
+                                   num_steps=4, steps_per_chunk=2)
   kwargs = dict(description={"name": "multiplication"}, model_config=mc, config=config,
                 seed=0, cache_dir=str(tmp_path), progress=False)
   first, directory, trained = pretrain.base_model(env, params, **kwargs)

@@ -335,3 +335,9 @@ def test_jit_vmap_over_keys_and_temperatures():
   np.testing.assert_array_equal(swept.tokens[0], _greedy_reference(prompts))
   warm = _rollout(jax.random.key(15), prompts)
   np.testing.assert_array_equal(swept.tokens[1], warm.tokens)
+
+
+def test_prompts_of_the_wrong_rank_are_named():
+  with pytest.raises(ValueError, match=r"prompt_tokens must have rank 2, got shape \(5,\)"):
+    sampling.sample(PARAMS, CONFIG, jax.random.key(0), jnp.ones((P,), jnp.int32),
+                    max_new_tokens=T)

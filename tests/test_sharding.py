@@ -30,8 +30,8 @@ SCRIPT = textwrap.dedent("""
     mc = pretrain.model_config_for(env, width=32, num_layers=1, num_heads=2)
     base = model.init_params(jax.random.key(0), mc)
     config = train.TrainConfig(prompts_per_step=4, samples_per_prompt=8, set_size=4,
-                               num_steps=10, steps_per_chunk=10, learning_rate=1e-2,
-                               warmup_steps=1, kl_coef=0.1)
+                               num_minibatches=1, num_steps=10, steps_per_chunk=10,
+                               learning_rate=1e-2, warmup_steps=1, kl_coef=0.1)
     keys = jnp.zeros((2, 2), jnp.uint32).at[1, 1].set(7)
     mesh = train.make_mesh(0, config.prompts_per_step)
     assert mesh is not None and mesh.shape["data"] == 4

@@ -20,10 +20,12 @@ import toy_env
 from polyepo import loop, model, pretrain, train, writers
 
 SMALL = dict(width=32, num_layers=1, num_heads=2)
-TINY = train.TrainConfig(prompts_per_step=2, samples_per_prompt=4, set_size=2,
-                         num_steps=4, steps_per_chunk=2, learning_rate=1e-2, warmup_steps=1)
-LEARN = train.TrainConfig(prompts_per_step=8, samples_per_prompt=8, set_size=4,
-                          num_steps=20, steps_per_chunk=20, learning_rate=1e-2, warmup_steps=1)
+TINY = train.TrainConfig(estimator="set_rl", prompts_per_step=2, samples_per_prompt=4,
+                         set_size=2, num_minibatches=1, num_steps=4, steps_per_chunk=2,
+                         learning_rate=1e-2, warmup_steps=1)
+LEARN = train.TrainConfig(estimator="set_rl", prompts_per_step=8, samples_per_prompt=8,
+                          set_size=4, num_minibatches=1, num_steps=20, steps_per_chunk=20,
+                          learning_rate=1e-2, warmup_steps=1)
 
 
 @pytest.fixture(scope="module")
@@ -218,6 +220,10 @@ def test_seed_batches_match_all_seeds_vmapped(setup):
     (dict(samples_per_prompt=1, set_size=1), "samples_per_prompt must be >= 2"),
     (dict(temperature=0.0), "temperature must be > 0"),
     (dict(num_steps=0), "num_steps must be >= 1"),
+    (dict(learning_rate=-1e-3), "learning_rate must be >= 0, got -0.001"),
+    (dict(warmup_steps=-1), "warmup_steps must be >= 0, got -1"),
+    (dict(weight_decay=-0.1), "weight_decay must be >= 0, got -0.1"),
+    (dict(grad_clip=0.0), "grad_clip must be > 0, got 0.0"),
     (dict(samples_per_prompt=32, set_size=8, objective="srl"),
      r"objective='srl' has no closed form and C\(N, n\) = 10518300 .* set num_subsets"),
 ])
@@ -238,10 +244,20 @@ def test_an_enumerable_objective_without_closed_form_is_accepted():
     (dict(num_seeds=0), {}, "num_seeds must be >= 1, got 0"),
     (dict(num_seeds=2, seed_batch_size=3), {}, r"seed_batch_size=3 must be 0 .* or 1..num_seeds=2"),
     (dict(num_seeds=2, seed_batch_size=-1), {}, r"seed_batch_size=-1 must be 0"),
+    (dict(eval_num_problems=0), {}, "eval_num_problems must be >= 1, got 0"),
+    (dict(eval_num_samples=0), {}, "eval_num_samples must be >= 1, got 0"),
+    (dict(eval_temperature=-1.0), {}, "eval_temperature must be >= 0, got -1.0"),
+    (dict(num_devices=-1), {}, "num_devices must be >= 0, got -1"),
+    (dict(max_checkpoints=0), {}, "max_checkpoints must be >= 1, got 0"),
 ])
 def test_run_settings_validation(settings, config, match):
   with pytest.raises(ValueError, match=match):
-    loop.validate_settings(loop.RunSettings(**settings), dataclasses.replace(TINY, **config))
+    loop.validate(loop.RunSettings(**settings), dataclasses.replace(TINY, **config))
+
+
+def test_the_default_run_settings_are_valid():
+  loop.validate(loop.RunSettings(), train.TrainConfig())
+  train.validate(train.TrainConfig())
 
 
 def test_a_mesh_that_does_not_divide_the_prompts_is_refused(setup):

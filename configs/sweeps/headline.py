@@ -12,7 +12,7 @@ per problem so that pass@64 and 64-sample majority votes can be reported.
 Config string: size=smoke|default|paper (default), seeds=3.
 """
 
-from configs import common
+from configs import choices
 
 ALGORITHMS = ("grpo", "reward_shaping", "poly_epo")
 
@@ -28,20 +28,20 @@ def shared_overrides(seeds: int, size: str):
 def domains(value: str):
   """The domains a sweep's `domains=` config-string value names: all, or one."""
   if value == "all":
-    return common.DOMAINS
-  if value not in common.DOMAINS:
-    raise ValueError(f"domains={value!r} is not one of: all, {', '.join(common.DOMAINS)}.")
+    return choices.DOMAINS
+  if value not in choices.DOMAINS:
+    raise ValueError(f"domains={value!r} is not one of: all, {', '.join(choices.DOMAINS)}.")
   return (value,)
 
 
 def get_sweep(arg=None):
-  args = common.parse_arg(arg, size="default", seeds=3)
+  args = choices.parse_arg(arg, size="default", seeds=3)
   shared = shared_overrides(args.seeds, args.size)
   runs = [(f"configs/{algorithm}.py", f"domain={domain},size={args.size}", dict(shared))
-          for domain in common.DOMAINS for algorithm in ALGORITHMS]
+          for domain in choices.DOMAINS for algorithm in ALGORITHMS]
   runs += [("configs/poly_epo.py", f"domain={domain},size={args.size}",
             dict(shared, **{"train.objective": "polychromic_correct_only"}))
-           for domain in common.DOMAINS]
+           for domain in choices.DOMAINS]
   return runs
 
 
@@ -50,7 +50,7 @@ def one_knob_sweep(arg, config_file: str, key: str, values):
 
   Config string: domains=all|<domain>, size=default, seeds=3.
   """
-  args = common.parse_arg(arg, domains="all", size="default", seeds=3)
+  args = choices.parse_arg(arg, domains="all", size="default", seeds=3)
   shared = shared_overrides(args.seeds, args.size)
   return [(config_file, f"domain={domain},size={args.size}", dict(shared, **{key: value}))
           for domain in domains(args.domains) for value in values]

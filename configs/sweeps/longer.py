@@ -11,12 +11,12 @@ Config string: domains=all|multiplication|polynomial_roots, steps=200,
 learning_rate=1e-4, seeds=1, size=default.
 """
 
-from configs import common
+from configs import choices
 from configs.sweeps import headline
 
 
 def get_sweep(arg=None):
-  args = common.parse_arg(arg, domains="all", size="default", seeds=1, steps=200,
+  args = choices.parse_arg(arg, domains="all", size="default", seeds=1, steps=200,
                           learning_rate=1e-4)
   domains = headline.domains(args.domains)
   shared = dict(headline.shared_overrides(args.seeds, args.size),

@@ -1,4 +1,9 @@
-"""Wiring shared by the entry points: ConfigDict -> env, model config, base model."""
+"""What the entry points build from a ConfigDict: validated settings, env, base model.
+
+Every config is unpacked into its frozen dataclasses and validated here, before
+anything compiles: `train.validate`, `loop.validate`, `pretrain.validate` and
+`evaluate.validate` raise ValueError naming the bad field.
+"""
 
 import dataclasses
 
@@ -10,15 +15,22 @@ from polyepo import _checks, evaluate, loop, model, pretrain, train
 
 
 def rl_settings(config):
-  """Unpacks the ConfigDict into (TrainConfig, RunSettings); validates both."""
+  """Unpacks an RL ConfigDict into (TrainConfig, RunSettings).
+
+  Validates both, the matmul dtype and the base model's pretraining config
+  (`config.base`, whose errors start with "base: ").
+  """
   train_config = train.TrainConfig(**config.train.to_dict())
-  run = config.run.to_dict()
-  num_devices = run.pop("num_devices")
-  run_settings = loop.RunSettings(**run)
+  run_settings = loop.RunSettings(**config.run.to_dict())
   train.validate(train_config)
-  loop.validate_settings(run_settings, train_config)
+  loop.validate(run_settings, train_config)
   _checks.one_of("matmul_dtype", config.matmul_dtype, model.MATMUL_DTYPES)
-  return train_config, run_settings, num_devices
+  env, _ = envs.make(config.base.domain, **config.base.env)
+  try:
+    pretrain_config(config.base, env.strategy_names)
+  except ValueError as err:
+    raise ValueError(f"base: {err}") from err
+  return train_config, run_settings
 
 
 def policy_model_config(config, base_model_config):
@@ -26,23 +38,30 @@ def policy_model_config(config, base_model_config):
   return dataclasses.replace(base_model_config, matmul_dtype=config.matmul_dtype)
 
 
+def pretrain_config(config, strategy_names):
+  """The validated PretrainConfig of a pretraining ConfigDict (its report settings too)."""
+  result = pretrain.PretrainConfig(
+      **{**config.pretrain.to_dict(), "mixture": tuple(config.pretrain.mixture)})
+  pretrain.validate(result, strategy_names)
+  evaluate.validate(num_problems=config.report.num_problems,
+                    num_samples=config.report.num_samples,
+                    temperature=config.report.temperature, prefix="report.")
+  return result
+
+
 def pretrain_settings(config):
   """Unpacks a pretraining ConfigDict into (env, env_params, model_config, PretrainConfig)."""
   env, env_params = envs.make(config.domain, **config.env)
   model_config = pretrain.model_config_for(env, **config.model)
-  pretrain_config = pretrain.PretrainConfig(
-      **{**config.pretrain.to_dict(), "mixture": tuple(config.pretrain.mixture)})
-  # Fail on a bad mixture before anything compiles.
-  pretrain.make_pretrain(pretrain_config, model_config, env, env_params)
-  return env, env_params, model_config, pretrain_config
+  return env, env_params, model_config, pretrain_config(config, env.strategy_names)
 
 
 def base_model(config, progress=True):
   """(env, model_config, params, directory) for a pretraining ConfigDict."""
-  env, env_params, model_config, pretrain_config = pretrain_settings(config)
+  env, env_params, model_config, settings = pretrain_settings(config)
   params, directory, _ = pretrain.base_model(
       env, env_params, description={"name": config.domain, **config.env.to_dict()},
-      model_config=model_config, config=pretrain_config, seed=config.seed,
+      model_config=model_config, config=settings, seed=config.seed,
       checkpoint_dir=config.checkpoint, cache_dir=config.cache_dir, progress=progress)
   return env, model_config, params, directory
 

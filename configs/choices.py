@@ -1,0 +1,28 @@
+"""The config strings' choices (domains, sizes) and their parser."""
+
+import ml_collections
+
+import envs
+
+DOMAINS = envs.NAMES  # the registered domains (envs/__init__.py)
+SIZES = ("smoke", "default", "paper")
+
+
+def parse_arg(arg, **defaults):
+  """Parses a config string "k1=v1,k2=v2" into a ConfigDict over `defaults`.
+
+  Unknown keys and values outside the known choices fail here, naming them.
+  """
+  result = ml_collections.ConfigDict(defaults)
+  for item in filter(None, (arg or "").split(",")):
+    key, sep, value = item.partition("=")
+    if not sep:
+      raise ValueError(f"Config string item {item!r} is not of the form key=value.")
+    if key not in defaults:
+      raise ValueError(f"Unknown config string key {key!r}; valid keys: {', '.join(defaults)}.")
+    result[key] = type(defaults[key])(value)
+  if "domain" in result and result.domain not in DOMAINS:
+    raise ValueError(f"domain={result.domain!r} is not one of: {', '.join(DOMAINS)}.")
+  if "size" in result and result.size not in SIZES:
+    raise ValueError(f"size={result.size!r} is not one of: {', '.join(SIZES)}.")
+  return result

@@ -1,0 +1,157 @@
+"""The configs: one source of defaults (the dataclasses), every field commented,
+the values the experiments run with, and validation when they are unpacked
+(experiments.build)."""
+
+import dataclasses
+import os
+import re
+
+import pytest
+
+from configs import base, choices, grpo, pass_at_k, poly_epo, reward_shaping
+from configs import pretrain as pretrain_config
+from experiments import build
+from polyepo import loop, model, pretrain, train
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ALGORITHMS = {"grpo": grpo, "reward_shaping": reward_shaping, "poly_epo": poly_epo,
+              "pass_at_k": pass_at_k}
+ALGORITHM_FIELDS = {"estimator", "lam", "objective"}  # what an algorithm file may set
+
+
+def _names(cls):
+  return {f.name for f in dataclasses.fields(cls)}
+
+
+def _defaults(cls):
+  return {f.name: f.default for f in dataclasses.fields(cls)
+          if f.default is not dataclasses.MISSING}
+
+
+@pytest.mark.parametrize("size", choices.SIZES)
+@pytest.mark.parametrize("name", ALGORITHMS)
+def test_config_fields_are_exactly_the_dataclass_fields(name, size):
+  config = ALGORITHMS[name].get_config(f"size={size}")
+  assert set(config.train) == _names(train.TrainConfig)
+  assert set(config.run) == _names(loop.RunSettings)
+  assert set(config.base.pretrain) == _names(pretrain.PretrainConfig)
+  assert set(config.base.model) == set(pretrain_config.MODEL_FIELDS) <= _names(
+      model.TransformerConfig)
+
+
+@pytest.mark.parametrize("domain", choices.DOMAINS)
+@pytest.mark.parametrize("name", ALGORITHMS)
+def test_default_size_takes_the_dataclass_defaults(name, domain):
+  """size=default changes nothing but the algorithm's fields and the per-domain
+  pretraining values (mixture, slip_rate, num_steps: no dataclass default)."""
+  config = ALGORITHMS[name].get_config(f"domain={domain}")
+  defaults = _defaults(train.TrainConfig)
+  assert {k for k in defaults if config.train[k] != defaults[k]} <= ALGORITHM_FIELDS
+  assert config.run.to_dict() == dataclasses.asdict(loop.RunSettings())
+  pretrain_defaults = _defaults(pretrain.PretrainConfig)
+  assert set(pretrain_defaults) == _names(pretrain.PretrainConfig) - {
+      "mixture", "slip_rate", "num_steps"}
+  assert {k: config.base.pretrain[k] for k in pretrain_defaults} == pretrain_defaults
+  model_defaults = model.TransformerConfig()
+  assert {k: getattr(model_defaults, k) for k in config.base.model} == config.base.model.to_dict()
+
+
+def test_the_main_job_runs_with_the_values_it_always_had():
+  """Hand-written: the values of the experiments in results/ (3e-5, 100 steps, ...)."""
+  config = poly_epo.get_config("domain=multiplication")
+  assert config.train.to_dict() == dict(
+      estimator="set_rl", normalize=True, lam=0.0, objective="polychromic", set_size=4,
+      num_subsets=0, prompts_per_step=16, samples_per_prompt=16, temperature=1.0,
+      num_epochs=1, num_minibatches=2, learning_rate=3e-5, warmup_steps=5, weight_decay=0.0,
+      grad_clip=1.0, eps_low=0.2, eps_high=0.28, aggregation="token_mean", kl_coef=0.0,
+      num_steps=100, steps_per_chunk=10)
+  assert config.run.to_dict() == dict(
+      num_seeds=1, seed_batch_size=0, seed=0, eval_every=50, checkpoint_every=50,
+      eval_num_problems=64, eval_num_samples=32, eval_temperature=1.0, num_devices=0,
+      max_checkpoints=2)
+  assert config.base.model.to_dict() == dict(width=128, num_layers=3, num_heads=4,
+                                             num_kv_heads=1, mlp_ratio=4, activation="relu")
+  assert config.base.pretrain.to_dict() == dict(
+      mixture=(45.0, 15.0, 12.0, 10.0, 8.0, 6.0, 0.8, 0.2), slip_rate=0.15, num_steps=700,
+      batch_size=256, learning_rate=3e-3, warmup_steps=50, end_lr_ratio=0.05,
+      weight_decay=0.01, grad_clip=1.0, steps_per_chunk=50)
+  roots = pretrain_config.get_config("domain=polynomial_roots").pretrain
+  assert (roots.slip_rate, roots.num_steps) == (0.35, 450)
+  assert reward_shaping.get_config().train.lam == 0.3
+  assert grpo.get_config().train.estimator == "grpo"
+  assert pass_at_k.get_config().train.objective == "pass_at_n"
+  smoke = grpo.get_config("size=smoke")
+  assert (smoke.train.num_steps, smoke.train.num_minibatches, smoke.run.eval_every) == (4, 1, 0)
+  paper = poly_epo.get_config("size=paper")
+  assert (paper.train.samples_per_prompt, paper.train.num_steps,
+          paper.run.num_seeds) == (32, 300, 3)
+
+
+@pytest.mark.parametrize("path,fields", [
+    ("configs/base.py", _names(train.TrainConfig) | _names(loop.RunSettings)),
+    ("configs/pretrain.py", _names(pretrain.PretrainConfig) | set(pretrain_config.MODEL_FIELDS)),
+])
+def test_every_field_is_commented_in_its_config_file(path, fields):
+  with open(os.path.join(ROOT, path)) as f:
+    text = f.read()
+  missing = [n for n in sorted(fields) if not re.search(rf"^#   {n} +\S", text, re.MULTILINE)]
+  assert not missing, f"{path} does not comment {missing}"
+
+
+def test_an_algorithm_cannot_set_an_unknown_field():
+  with pytest.raises(TypeError, match="learning_rat"):
+    base.get_config(None, name="x", learning_rat=1.0)
+
+
+@pytest.mark.parametrize("arg,match", [
+    ("domain=chess", "domain='chess' is not one of: multiplication, polynomial_roots"),
+    ("size=huge", "size='huge' is not one of: smoke, default, paper"),
+    ("sizes=smoke", "Unknown config string key 'sizes'"),
+    ("smoke", "is not of the form key=value"),
+])
+def test_bad_config_strings(arg, match):
+  with pytest.raises(ValueError, match=match):
+    poly_epo.get_config(arg)
+
+
+# -- experiments.build: every config is validated when it is unpacked ------------
+
+
+def test_rl_settings_unpacks_the_dataclasses():
+  train_config, settings = build.rl_settings(poly_epo.get_config("size=smoke"))
+  assert train_config == train.TrainConfig(
+      **poly_epo.get_config("size=smoke").train.to_dict())
+  assert settings.num_devices == 0 and settings.eval_num_samples == 4
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("train.learning_rate", -1.0, "learning_rate must be >= 0, got -1.0"),
+    ("run.eval_num_samples", 0, "eval_num_samples must be >= 1, got 0"),
+    ("run.eval_temperature", -1.0, "eval_temperature must be >= 0, got -1.0"),
+    ("run.max_checkpoints", 0, "max_checkpoints must be >= 1, got 0"),
+    ("base.pretrain.num_steps", 0, "base: num_steps must be >= 1, got 0"),
+    ("base.pretrain.batch_size", 0, "base: batch_size must be >= 1, got 0"),
+    ("base.pretrain.learning_rate", 0.0, "base: learning_rate must be > 0, got 0.0"),
+    ("base.pretrain.slip_rate", 1.0, r"base: slip_rate must be in \[0, 1\), got 1.0"),
+    ("base.pretrain.mixture", (1.0, 2.0), "base: mixture has 2 weights but the env has 8"),
+    ("base.pretrain.mixture", (0.0,) * 8, "base: mixture weights must be >= 0 with a positive"),
+    ("base.pretrain.mixture", (-1.0,) + (1.0,) * 7, "base: mixture weights must be >= 0"),
+    ("base.report.num_samples", 0, "base: report.num_samples must be >= 1, got 0"),
+    ("base.report.temperature", -0.1, "base: report.temperature must be >= 0, got -0.1"),
+])
+def test_a_bad_field_fails_when_unpacked_naming_it(field, value, match):
+  config = poly_epo.get_config("size=smoke")
+  *path, leaf = field.split(".")
+  parent = config
+  for part in path:
+    parent = parent[part]
+  parent[leaf] = value
+  with pytest.raises(ValueError, match=match):
+    build.rl_settings(config)
+
+
+def test_pretrain_settings_validate_the_pretraining_config():
+  config = pretrain_config.get_config("size=smoke")
+  config.pretrain.warmup_steps = -1
+  with pytest.raises(ValueError, match="warmup_steps must be >= 0, got -1"):
+    build.pretrain_settings(config)
