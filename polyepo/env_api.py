@@ -2,7 +2,8 @@
 
 This module is deliberately tiny and imports nothing heavy: `envs/` may import it
 (and only it) from `polyepo`. Training, pretraining and evaluation accept any object
-that satisfies `Env`.
+that satisfies `Env`; `envs.testing.check_env` checks that one does, and
+`envs.kit.env.KitEnv` implements the methods every kit domain shares.
 """
 
 from typing import Any, Protocol, Sequence, Tuple
@@ -15,7 +16,7 @@ them count as one cluster wherever clusters are compared (as the LM judge's
 "degenerate" cluster does in the Poly-EPO paper).
 """
 
-Problems = Any  # A pytree of arrays with a leading batch axis.
+Problems = Any  # A pytree of arrays with a leading batch axis B.
 Params = Any  # A pytree of numeric environment knobs (vmappable).
 
 
@@ -23,14 +24,32 @@ class Env(Protocol):
   """A synthetic reasoning domain with exact rewards and strategy labels.
 
   The object holds no state: everything that fixes a shape is a constructor
-  argument, numeric difficulty knobs live in `params`.
+  argument, numeric difficulty knobs live in `params`. Every method takes and
+  returns arrays with a leading batch axis B unless it says otherwise; the
+  array methods are `jit`- and `vmap`-able.
+
+  Attributes:
+    strategy_names: the S strategy labels' names; label s is strategy_names[s].
+    strategy_families: the family (macro label) of each strategy, S strings;
+      strategies sharing an idea share a family.
+    vocab_size: V, the token vocabulary size.
+    pad_id: the token after a response's end.
+    eos_id: the token that ends a response.
+    max_response_len: T, the response budget in tokens (EOS included).
   """
 
   strategy_names: Tuple[str, ...]
+  strategy_families: Tuple[str, ...]
   vocab_size: int
   pad_id: int
   eos_id: int
   max_response_len: int
+
+  def default_params(self) -> Params:
+    """The training distribution's params (also the `test` split's)."""
+
+  def ood_params(self) -> Params:
+    """The shifted distribution of the `ood` split."""
 
   def sample_problems(self, key, params: Params, batch_size: int) -> Problems:
     """Draws `batch_size` problems; a pytree with leading axis B."""
@@ -39,23 +58,41 @@ class Env(Protocol):
     """i32[B, P]: the prompt of each problem."""
 
   def applicable(self, problems: Problems):
-    """bool[B, S]: which strategies apply to each problem."""
+    """bool[B, S]: which strategies apply to each problem (at least one each)."""
 
   def demonstrate(self, key, problems: Problems, strategy_ids, slip_rate: float = 0.0):
-    """(i32[B, T], bool[B]): a full trace of each strategy, and whether it applies."""
+    """(i32[B, T], bool[B]): a full trace of each strategy, and whether it applies.
 
-  def score(self, problems: Problems, responses):
-    """(f32[B], i32[B]): reward (1 iff exactly right) and strategy label."""
-
-  def answers(self, problems: Problems, responses):
-    """i32[B]: an id of each response's final answer, -1 for none (optional).
-
-    Responses with equal ids give the same answer; evaluation uses it for
-    majority-vote accuracy and skips that metric for envs without the method.
+    strategy_ids is i32[B]; with probability `slip_rate` a trace carries one
+    slip that keeps its label and makes its answer wrong. Where the strategy
+    does not apply the trace is all PAD.
     """
 
+  def score(self, problems: Problems, responses):
+    """(f32[B], i32[B]): reward (1 iff exactly right) and strategy label.
+
+    responses is i32[B, T] (anything after the first EOS is ignored); the
+    reward comes from the problem, never from comparing the work to a trace.
+    """
+
+  def answers(self, problems: Problems, responses):
+    """i32[B]: an id of each response's final answer, -1 for none.
+
+    Responses with equal ids give the same answer; evaluation uses it for
+    majority-vote accuracy and the majority-vote objective.
+    """
+
+  def question_text(self, problems: Problems) -> Sequence[str]:
+    """The question of each problem as text; `parse_problems` reads it back."""
+
+  def response_text(self, responses) -> Sequence[str]:
+    """Each response as text up to EOS; `text_to_tokens` reads it back."""
+
   def render(self, problems: Problems, responses) -> Sequence[str]:
-    """Human-readable text of each (problem, response)."""
+    """Human-readable question and response text of each (problem, response)."""
+
+  def text_to_tokens(self, text: str):
+    """i32[n]: the tokens of one `response_text` (without EOS)."""
 
   def parse_problems(self, texts: Sequence[str]) -> Problems:
     """Problems from questions typed as plain text; ValueError quoting a bad one."""

@@ -15,6 +15,7 @@ import pytest
 
 import envs
 from envs import multiplication as mul
+from envs.multiplication import env as mul_env
 from polyepo.env_api import DEGENERATE
 
 ENV, PARAMS = envs.make("multiplication")
@@ -119,7 +120,8 @@ def test_api_attributes():
   assert ENV.vocab_size == len(mul.ITOS)
   assert 0 <= ENV.pad_id < ENV.vocab_size and 0 <= ENV.eos_id < ENV.vocab_size
   assert ENV.max_response_len == 64
-  assert len(ENV.macro_names) == S
+  assert len(ENV.strategy_families) == S
+  assert ENV.strategy_families[:2] == ("long", "long")
 
 
 def test_applicable_matches_definitions(everything):
@@ -403,6 +405,6 @@ def test_bad_constructor_args():
 
 @pytest.mark.slow
 def test_longest_trace_table():
-  for digits, longest in mul._LONGEST.items():  # pylint: disable=protected-access
+  for digits, longest in mul_env.LONGEST.items():
     if digits != (3, 3):  # (3, 3) is sampled, with a margin
-      assert mul._longest_trace(*digits) == longest  # pylint: disable=protected-access
+      assert mul_env.longest_trace(*digits) == longest

@@ -15,6 +15,7 @@ import pytest
 
 import envs
 from envs import polynomial_roots as pr
+from envs.polynomial_roots import env as pr_env
 from polyepo.env_api import DEGENERATE
 
 S = len(pr.STRATEGY_NAMES)
@@ -420,7 +421,7 @@ def test_parse_problems_rejects(env, text, why):
 
 def test_grammars_start_differently():
   """Two strategies' traces already differ in their first two symbols."""
-  heads = [" ".join(g.split()[:2]) for g in pr._GRAMMARS]
+  heads = [" ".join(s.grammar.split()[:2]) for s in pr.STRATEGIES]
   assert len(set(heads)) == len(heads)
-  table, start, label = pr._compile_grammars()
-  assert sorted(set(label.tolist()) - {-1}) == list(range(S))
+  dfa = pr_env.grammar()
+  assert dfa.accepts.any(0).all() and (dfa.accepts.sum(1) <= 1).all()  # no overlap

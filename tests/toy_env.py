@@ -45,6 +45,7 @@ class ChoiceEnv:
   """The `polyepo.env_api.Env` protocol for the choice task (no state)."""
 
   strategy_names = tuple(f"s{s}" for s in range(NUM_STRATEGIES))
+  strategy_families = strategy_names
   vocab_size = STRATEGY0 + NUM_STRATEGIES
   pad_id, eos_id = PAD, EOS
   max_response_len = 2
@@ -53,6 +54,9 @@ class ChoiceEnv:
     self.solves = np.asarray(solves, np.float32)
 
   def default_params(self):
+    return {}
+
+  def ood_params(self):
     return {}
 
   def sample_problems(self, key, params, batch_size):
@@ -72,9 +76,34 @@ class ChoiceEnv:
     reward = jnp.where(valid, jnp.asarray(self.solves)[problems.problem, safe], 0.0)
     return reward, jnp.where(valid, strategy, DEGENERATE).astype(jnp.int32)
 
+  def demonstrate(self, key, problems, strategy_ids, slip_rate=0.0):
+    del key, slip_rate  # a one-token answer has no work to slip in
+    tokens = jnp.stack([STRATEGY0 + strategy_ids, jnp.full_like(strategy_ids, EOS)], 1)
+    return tokens.astype(jnp.int32), jnp.ones(strategy_ids.shape, bool)
+
+  def answers(self, problems, responses):
+    """The chosen strategy is the answer: i32[B], -1 for none."""
+    _, label = self.score(problems, responses)
+    return label
+
+  def question_text(self, problems):
+    return [f"problem {int(a)}" for a in problems.problem]
+
+  def response_text(self, responses):
+    return [" ".join(map(str, map(int, r))) for r in responses]
+
   def render(self, problems, responses):
-    return [f"problem {int(a)}: {list(map(int, r))}"
-            for a, r in zip(problems.problem, responses)]
+    return [f"{q}: {r}" for q, r in zip(self.question_text(problems),
+                                        self.response_text(responses))]
+
+  def text_to_tokens(self, text):
+    return np.asarray([int(t) for t in text.split()], np.int32)
+
+  def parse_problems(self, texts):
+    try:
+      return Problems(jnp.asarray([int(t.removeprefix("problem ")) for t in texts], jnp.int32))
+    except ValueError:
+      raise ValueError(f"Cannot parse {texts!r}: expected 'problem <k>'.") from None
 
 
 def first_token_logprobs(params, model_config):
