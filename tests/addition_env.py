@@ -22,7 +22,7 @@ from envs.kit import strategy as strategy_lib
 from envs.kit import symbols
 from envs.kit import text
 from envs.kit.strategy import Strategy
-from envs.kit.trace import Slip, Trace
+from envs.kit.trace import NO_SLIP, Slip, Trace
 
 VOCAB = text.vocab("+-=;#?")
 PLUS, QUESTION, ANSWER = VOCAB.stoi["+"], VOCAB.stoi["?"], VOCAB.stoi["#"]
@@ -82,6 +82,10 @@ def _traces(a, b, slip):
   return jnp.stack(kinds), jnp.stack(values), np.array([len(t.site_on) for t in traces])
 
 
+SITES = _traces(jnp.int32(10), jnp.int32(10), NO_SLIP)[2]
+"""Result sites of each strategy's trace: the same for every problem."""
+
+
 @jax.jit
 def _demonstrate(key, a, b, strategy_ids, slip_rate):
   k_slip, k_site = jax.random.split(key)
@@ -89,8 +93,7 @@ def _demonstrate(key, a, b, strategy_ids, slip_rate):
   u = jax.random.uniform(k_site, a.shape)
 
   def one(a, b, s, do_slip, u):
-    _, _, sites = _traces(a, b, Slip(jnp.int32(-1), jnp.int32(0), jnp.int32(0)))
-    site = jnp.where(do_slip, (u * jnp.asarray(sites)[s]).astype(jnp.int32), -1)
+    site = jnp.where(do_slip, (u * jnp.asarray(SITES)[s]).astype(jnp.int32), -1)
     kinds, values, _ = _traces(a, b, Slip(site, jnp.int32(1), jnp.int32(0)))  # one too many
     tokens, _ = symbols.symbols_to_tokens(kinds[s], values[s], T, VOCAB.pad_id)
     return tokens

@@ -106,8 +106,7 @@ class KitEnv:
     Equal ids mean equal answer strings; used for majority voting.
     """
     del problems  # the answer is read from the response alone
-    return text_lib.answer_ids(check_responses(responses),
-                               marker_id=self.vocab.stoi[self.answer_marker],
+    return text_lib.answer_ids(responses, marker_id=self.vocab.stoi[self.answer_marker],
                                eos_id=self.eos_id)
 
   def question_text(self, problems) -> list:

@@ -82,6 +82,13 @@ def _shift(x, k: int, fill):
   return jnp.concatenate([pad, x[..., :-k]], axis=-1)
 
 
+def eos_position(tokens, eos_id: int):
+  """(has_eos bool[], eos_pos i32[]) of one response: the first EOS, T if none."""
+  is_eos = tokens == eos_id
+  has_eos = jnp.any(is_eos)
+  return has_eos, jnp.where(has_eos, jnp.argmax(is_eos), tokens.shape[-1])
+
+
 def tokens_to_symbols(tokens, *, eos_id: int, num_symbols: int) -> Symbols:
   """Reads a response (one example) as a sequence of symbols.
 
@@ -95,9 +102,7 @@ def tokens_to_symbols(tokens, *, eos_id: int, num_symbols: int) -> Symbols:
   """
   t = tokens.shape[-1]
   pos = jnp.arange(t)
-  is_eos = tokens == eos_id
-  has_eos = jnp.any(is_eos)
-  eos_pos = jnp.where(has_eos, jnp.argmax(is_eos), t)
+  has_eos, eos_pos = eos_position(tokens, eos_id)
   live = pos <= eos_pos
   is_digit = live & (tokens >= 0) & (tokens <= 9)
   next_digit = jnp.concatenate([is_digit[1:], jnp.zeros((1,), bool)])
@@ -191,6 +196,12 @@ def symbol_lengths(kinds, values):
   return jnp.where(kinds == NUM, num_digits(values), jnp.where(kinds == FILL, 0, 1))
 
 
+def signed_values(symbols: Symbols, minus_id: int):
+  """i32[S]: each symbol's value, negated where a `minus_id` token precedes it."""
+  prev = jnp.concatenate([jnp.full((1,), FILL), symbols.kinds[:-1]])
+  return jnp.where(prev == minus_id, -symbols.values, symbols.values)
+
+
 def signed_numbers(symbols: Symbols, minus_id: int, count: int):
   """The first `count` numbers of a response, negated after a `minus_id` token.
 
@@ -202,9 +213,7 @@ def signed_numbers(symbols: Symbols, minus_id: int, count: int):
   Returns:
     i32[K]: the numbers in order, 0 past the last one.
   """
-  kinds, values = symbols.kinds, symbols.values
-  prev = jnp.concatenate([jnp.full((1,), FILL), kinds[:-1]])
-  signed = jnp.where(prev == minus_id, -values, values)
-  is_num = kinds == NUM
+  signed = signed_values(symbols, minus_id)
+  is_num = symbols.kinds == NUM
   index = jnp.where(is_num, jnp.cumsum(is_num) - 1, count)
   return jnp.zeros((count,), jnp.int32).at[index].set(signed, mode="drop")

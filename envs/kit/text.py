@@ -6,6 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from envs.kit import symbols
+
 
 class Vocab(NamedTuple):
   """A domain's tokens: the digits 0-9, its own single characters, EOS `$`, PAD `_`.
@@ -86,11 +88,8 @@ def answer_id(tokens, *, marker_id: int, eos_id: int):
   Returns:
     i32[] in [0, 2**31), or -1 when the response has no EOS or no marker before it.
   """
-  t = tokens.shape[-1]
-  pos = jnp.arange(t)
-  is_eos = tokens == eos_id
-  has_eos = jnp.any(is_eos)
-  eos_pos = jnp.where(has_eos, jnp.argmax(is_eos), t)
+  pos = jnp.arange(tokens.shape[-1])
+  has_eos, eos_pos = symbols.eos_position(tokens, eos_id)
   is_marker = (tokens == marker_id) & (pos < eos_pos)
   start = jnp.max(jnp.where(is_marker, pos, -1))
   in_answer = (pos > start) & (pos < eos_pos)

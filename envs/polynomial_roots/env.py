@@ -137,7 +137,7 @@ def _correct(sym: symbols.Symbols, d, r):
   prev = jnp.concatenate([jnp.full((1,), symbols.FILL), kinds[:-1]])
   nxt = jnp.concatenate([kinds[1:], jnp.full((1,), symbols.FILL)])
   is_num = kinds == symbols.NUM
-  signed = jnp.where(prev == MINUS, -sym.values, sym.values)
+  signed = symbols.signed_values(sym, MINUS)
   eos_slot = sym.count - 1
   ans_slot = jnp.max(jnp.where((kinds == ANSWER) & (slot < eos_slot), slot, -1))
   region = (slot > ans_slot) & (slot < eos_slot)
