@@ -52,11 +52,14 @@ from polyepo import loop, train
 #   seed_batch_size    seeds computed at once: 0 = all; k runs batches of k
 #                      (on a 2-core CPU, 1 is 1.1-1.4x faster for large batches)
 #   seed               base seed
-#   eval_every         evaluate on the test/ood splits every k steps (0: start/end)
+#   eval_every         evaluate on the validation/test/ood splits every k steps
+#                      (0: start/end)
 #   checkpoint_every   orbax checkpoint every k steps (and at the end)
 #   eval_num_problems  problems per eval split
 #   eval_num_samples   samples per problem (pass@k up to k = this)
 #   eval_temperature   sampling temperature at evaluation
+#   eval_forced_problems  forced-strategy accuracy: problems per strategy (0: off)
+#   eval_forced_samples   ... completions per problem
 #   num_devices        devices of the `data` mesh axis (0 = all)
 #   max_checkpoints    orbax checkpoints kept
 
@@ -93,6 +96,8 @@ def get_config(arg=None, **algorithm):
     r.checkpoint_every = 2
     r.eval_num_problems = 4
     r.eval_num_samples = 4
+    r.eval_forced_problems = 1
+    r.eval_forced_samples = 2
   elif args.size == "paper":
     t.samples_per_prompt = 32
     t.set_size = 8

@@ -3,7 +3,7 @@ r"""Pretraining the base model.
   python -m experiments.pretrain --config=configs/pretrain.py:domain=multiplication
   python -m experiments.pretrain --config=configs/pretrain.py:domain=polynomial_roots,size=smoke
 
-size=default fits in about 10 minutes on a 2-core CPU; size=smoke in under a minute
+size=default fits in about 15 minutes on a 2-core CPU; size=smoke in under a minute
 (tests use it). Defaults are written once, in the dataclasses the fields unpack
 into (polyepo.model.TransformerConfig, polyepo.pretrain.PretrainConfig); this file
 lists and comments every field, and sets the per-domain values and the sizes.
@@ -16,26 +16,36 @@ import ml_collections
 from configs import choices
 from polyepo import model, pretrain
 
-# Pretraining corpus mixture per domain, in the env's strategy order. Skewed like
-# a real base model: one dominant strategy, a middle, and a tail with one strategy
-# under 1% and one under 0.3% of the corpus (shares measured after restricting
-# each problem to the strategies that apply to it):
-#   multiplication: long_by_b 54%, long_by_a 17%, place_value 14.5%, round_adjust
-#     7.3%, difference_of_squares 4.4%, halve_double 2.4%, factor_out 0.45%,
-#     karatsuba 0.18%.
-#   polynomial_roots: factor 48%, integer_scan 16%, quadratic_formula 16%,
-#     rational_root 10%, vieta_pairs 5.9%, complete_square 3.0%, grouping 0.86%,
-#     depressed_cubic 0.25%.
+# Two stages (polyepo.pretrain): a balanced competence stage that teaches every
+# strategy, then a short preference stage on a skewed mixture, trained on the
+# responses' openings only, that sets which strategy the model starts.
+#
+# Competence mixture: every applicable strategy about equally likely; in
+# multiplication the two long multiplications (learned first) get less weight
+# than the strategies whose traces are harder to learn.
 MIXTURES = {
-    "multiplication": (45.0, 15.0, 12.0, 10.0, 8.0, 6.0, 0.8, 0.2),
-    "polynomial_roots": (40.0, 20.0, 8.0, 10.0, 12.0, 15.0, 6.0, 2.0),
+    "multiplication": (1.0, 1.0, 1.5, 2.0, 1.5, 2.0, 2.0, 1.5),
+    "polynomial_roots": (1.0,) * 8,
 }
-# Pretraining length and slip rate per domain. Polynomial traces are short and
-# easy to learn: after 700 steps with 15% slips its base model was right 80% of
-# the time on `test` (the rate of slip-free demonstrations caps it), too strong
-# a start for RL, so it trains shorter on more slips.
-PRETRAIN_STEPS = {"multiplication": 700, "polynomial_roots": 450}
-SLIP_RATES = {"multiplication": 0.15, "polynomial_roots": 0.35}
+# Preference mixture per domain, in the env's strategy order: one dominant
+# strategy, a middle and a tail. Shares of the corpus once each problem is
+# restricted to the strategies that apply (training problems):
+#   multiplication: long_by_b 55%, long_by_a 22%, place_value 13%, round_adjust
+#     5.5%, difference_of_squares 2.6%, halve_double 1.2%, factor_out 0.54%,
+#     karatsuba 0.17%.
+#   polynomial_roots: factor 58%, quadratic_formula 16%, integer_scan 13%,
+#     rational_root 7.2%, vieta_pairs 4.0%, complete_square 1.6%, grouping
+#     0.48%, depressed_cubic 0.13%.
+PREFERENCES = {
+    "multiplication": (50.0, 20.0, 12.0, 8.0, 5.0, 2.0, 1.0, 0.05),
+    "polynomial_roots": (45.0, 20.0, 4.0, 6.0, 8.0, 15.0, 3.0, 1.0),
+}
+# Stage lengths and the competence stage's slip rate per domain. Multiplication's
+# long traces are the hard part (its accuracy is bounded by learning); polynomial
+# traces are learned quickly, so their slips bound accuracy instead.
+PRETRAIN_STEPS = {"multiplication": 1200, "polynomial_roots": 1000}
+PREFERENCE_STEPS = {"multiplication": 150, "polynomial_roots": 150}
+SLIP_RATES = {"multiplication": 0.05, "polynomial_roots": 0.1}
 
 # The transformer policy: these fields of polyepo.model.TransformerConfig, at its
 # defaults (vocabulary, special tokens and max_len come from the env):
@@ -49,9 +59,13 @@ MODEL_FIELDS = ("width", "num_layers", "num_heads", "num_kv_heads", "mlp_ratio",
 
 # Supervised training on demonstrations: the fields of polyepo.pretrain.PretrainConfig,
 # at its defaults except the per-domain ones:
-#   mixture          weight per strategy (per domain, MIXTURES)
-#   slip_rate        share of demonstrations with an arithmetic slip (per domain)
-#   num_steps        optimiser steps (per domain; ~0.75-1 s each on 2 cores)
+#   mixture          competence stage: weight per strategy (MIXTURES)
+#   slip_rate        competence stage: share of demonstrations with a slip (per domain)
+#   num_steps        competence stage: optimiser steps (per domain; ~0.75-1 s each
+#                    on 2 cores)
+#   preference_mixture        preference stage: weight per strategy (PREFERENCES)
+#   preference_steps          preference stage: optimiser steps (0: no stage)
+#   preference_learning_rate  preference stage: peak AdamW learning rate
 #   batch_size       demonstrations per step
 #   learning_rate    peak AdamW learning rate
 #   warmup_steps     linear warm-up, then cosine decay
@@ -72,7 +86,8 @@ def get_config(arg=None):
   config.model = ml_collections.ConfigDict({f: getattr(defaults, f) for f in MODEL_FIELDS})
   config.pretrain = ml_collections.ConfigDict(dataclasses.asdict(pretrain.PretrainConfig(
       mixture=MIXTURES[args.domain], slip_rate=SLIP_RATES[args.domain],
-      num_steps=PRETRAIN_STEPS[args.domain])))  # fields above
+      num_steps=PRETRAIN_STEPS[args.domain], preference_mixture=PREFERENCES[args.domain],
+      preference_steps=PREFERENCE_STEPS[args.domain])))  # fields above
 
   # Where the base model lives. Empty checkpoint: a cache directory keyed by a
   # hash of everything above, reused by later runs.
@@ -85,6 +100,8 @@ def get_config(arg=None):
   config.report.num_problems = 256   # problems per split
   config.report.num_samples = 64     # samples per problem (pass@k for k = 1..64)
   config.report.temperature = 1.0
+  config.report.forced_problems = 64  # forced-strategy accuracy: problems per strategy
+  config.report.forced_samples = 16   # ... and completions per problem
 
   if args.size == "smoke":
     config.model.width = 32
@@ -92,7 +109,10 @@ def get_config(arg=None):
     config.model.num_heads = 2
     config.pretrain.batch_size = 32
     config.pretrain.num_steps = 20
+    config.pretrain.preference_steps = 10
     config.pretrain.steps_per_chunk = 10
     config.report.num_problems = 8
     config.report.num_samples = 4
+    config.report.forced_problems = 2
+    config.report.forced_samples = 2
   return config

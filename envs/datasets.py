@@ -1,12 +1,15 @@
 """Fixed evaluation problem sets as TFDS datasets (array_record, no TensorFlow).
 
 Every run is evaluated on the same problems: for each registered environment,
-two splits are drawn once with a fixed seed and stored with TFDS:
+three splits are drawn once with a fixed seed and stored with TFDS:
 
-* `test`: `env.sample_problems` under `env.default_params()` (the training
-  distribution);
-* `ood`: the same under `env.ood_params()` (what shifts is documented in each
-  env's module docstring; for multiplication, every digit is 5-9).
+* `validation` and `test`: the training distribution (`env.default_params()`)
+  restricted to the problems `polyepo.splits` holds out of training by their
+  hash, so no evaluation problem is ever trained on; `validation` picks
+  settings, `test` reports them;
+* `ood`: `env.ood_params()`, a shift each domain names (larger factors for
+  multiplication, larger leading coefficients for polynomial roots) with a
+  support disjoint from training's.
 
   problems = envs.datasets.load_split("multiplication", "ood")  # numpy pytree
   reward, label = env.score(problems, responses)
@@ -34,9 +37,10 @@ import numpy as np
 import tensorflow_datasets as tfds
 
 import envs
+from polyepo import splits
 
-SPLITS = ("test", "ood")
-DEFAULT_SIZES = {"test": 256, "ood": 256}
+SPLITS = ("validation", "test", "ood")
+
 DEFAULT_DATA_DIR = "~/.cache/polyepo/tfds"
 
 
@@ -50,18 +54,17 @@ def data_dir_or_default(data_dir: Optional[str] = None) -> str:
 class ProblemsConfig(tfds.core.BuilderConfig):
   """Which env and how many problems of each split, from which seed."""
   env_name: str = "multiplication"
-  test_size: int = DEFAULT_SIZES["test"]
-  ood_size: int = DEFAULT_SIZES["ood"]
+  size: int = 256
   seed: int = 0
 
 
-def _config(env_name, test_size, ood_size, seed) -> ProblemsConfig:
+def _config(env_name, size, seed) -> ProblemsConfig:
   if env_name not in envs.NAMES:
     raise ValueError(f"Unknown environment {env_name!r}; valid choices: {', '.join(envs.NAMES)}.")
   return ProblemsConfig(
-      name=f"{env_name}-test{test_size}-ood{ood_size}-seed{seed}",
-      description=f"{env_name}: {test_size} test and {ood_size} ood problems, seed {seed}.",
-      env_name=env_name, test_size=test_size, ood_size=ood_size, seed=seed)
+      name=f"{env_name}-{size}-seed{seed}",
+      description=f"{env_name}: {size} problems per split, seed {seed}.",
+      env_name=env_name, size=size, seed=seed)
 
 
 def _leaf_names(tree):
@@ -76,21 +79,27 @@ def _leaf_names(tree):
 def sample_split(env_name: str, split: str, size: int, seed: int = 0):
   """The problems of `split`: a pytree of numpy arrays with leading axis `size`.
 
-  Deterministic: the same (env, split, size, seed) always gives the same problems.
+  Drawn i.i.d. from the split's distribution (`polyepo.splits.sample`), so a
+  small held-out bucket may repeat a problem. Deterministic: the same (env,
+  split, size, seed) always gives the same problems.
   """
   env, _ = envs.make(env_name)
-  params = {"test": env.default_params, "ood": env.ood_params}[split]()
+  params = env.ood_params() if split == "ood" else env.default_params()
   key = jax.random.fold_in(jax.random.PRNGKey(seed), SPLITS.index(split))
-  return jax.tree.map(np.asarray, env.sample_problems(key, params, size))
+  problems = splits.sample(env, key, params, size, split)
+  if split != "ood" and env.hold_out and not bool(np.all(splits.in_split(problems, split))):
+    raise RuntimeError(f"Could not draw {size} {env_name} problems of split {split!r}.")
+  return jax.tree.map(np.asarray, problems)
 
 
 class SyntheticProblems(tfds.core.GeneratorBasedBuilder):
   """Fixed `test` / `ood` problem sets of a synthetic domain (see module doc)."""
 
-  VERSION = tfds.core.Version("1.0.0")
-  RELEASE_NOTES = {"1.0.0": "Initial release."}
-  BUILDER_CONFIGS = [_config(name, DEFAULT_SIZES["test"], DEFAULT_SIZES["ood"], 0)
-                     for name in envs.NAMES]
+  VERSION = tfds.core.Version("2.0.0")
+  RELEASE_NOTES = {"1.0.0": "Initial release.",
+                   "2.0.0": "A validation split; validation and test held out of training "
+                            "by problem hash; ood disjoint from training."}
+  BUILDER_CONFIGS = [_config(name, 256, 0) for name in envs.NAMES]
   # Nothing is downloaded, so there is no checksums file. Saying so also skips
   # `code_path`, which needs `importlib_resources` (not installed here).
   _checksums_path = None
@@ -115,10 +124,7 @@ class SyntheticProblems(tfds.core.GeneratorBasedBuilder):
   def _split_generators(self, dl_manager):
     del dl_manager  # Nothing to download: problems are sampled.
     cfg = self.builder_config
-    return {
-        "test": self._generate_examples("test", cfg.test_size),
-        "ood": self._generate_examples("ood", cfg.ood_size),
-    }
+    return {split: self._generate_examples(split, cfg.size) for split in SPLITS}
 
   def _generate_examples(self, split, size):
     cfg = self.builder_config
@@ -148,11 +154,11 @@ def _quiet(buffer: io.StringIO):
     absl_logger.setLevel(level)
 
 
-def builder(env_name: str, *, data_dir: Optional[str] = None,
-            test_size: int = DEFAULT_SIZES["test"], ood_size: int = DEFAULT_SIZES["ood"],
+def builder(env_name: str, *, data_dir: Optional[str] = None, size: int = 256,
             seed: int = 0, build: bool = True) -> SyntheticProblems:
-  """The TFDS builder of `env_name`'s splits, built (array_record) if needed."""
-  config = _config(env_name, test_size, ood_size, seed)
+  """The TFDS builder of `env_name`'s splits (`size` problems each), built
+  (array_record) if needed."""
+  config = _config(env_name, size, seed)
   if config.name in SyntheticProblems.builder_configs:
     config = config.name  # tfds refuses a custom config named like a listed one
   captured = io.StringIO()
@@ -161,8 +167,9 @@ def builder(env_name: str, *, data_dir: Optional[str] = None,
                           file_format="array_record")
     prepared = b.is_prepared()
   if build and not prepared:
-    print(f"Building the {env_name} eval splits ({test_size} test and {ood_size} ood "
-          f"problems, seed {seed}) in {b.data_dir}; later runs reuse them.", flush=True)
+    print(f"Building the {env_name} eval splits ({size} problems each of "
+          f"{', '.join(SPLITS)}, seed {seed}) in {b.data_dir}; later runs reuse them.",
+          flush=True)
     try:
       with _quiet(captured):
         b.download_and_prepare(file_format="array_record")
@@ -173,16 +180,16 @@ def builder(env_name: str, *, data_dir: Optional[str] = None,
 
 
 def load_split(env_name: str, split: str, *, data_dir: Optional[str] = None,
-               test_size: int = DEFAULT_SIZES["test"], ood_size: int = DEFAULT_SIZES["ood"],
-               seed: int = 0):
-  """The problems of `split` ("test" or "ood"): a numpy pytree, leading axis N.
+               size: int = 256, seed: int = 0):
+  """The problems of `split` ("validation", "test" or "ood"): a numpy pytree,
+  leading axis `size`.
 
   Builds the dataset into `data_dir` on first use, then reads it with
   `as_data_source` (no TensorFlow).
   """
   if split not in SPLITS:
     raise ValueError(f"Unknown split {split!r}; valid choices: {', '.join(SPLITS)}.")
-  b = builder(env_name, data_dir=data_dir, test_size=test_size, ood_size=ood_size, seed=seed)
+  b = builder(env_name, data_dir=data_dir, size=size, seed=seed)
   source = b.as_data_source(split=split)
   structure = b._structure()  # pylint: disable=protected-access
   names = _leaf_names(structure)

@@ -23,6 +23,9 @@ and reports every failure at once. What they hold an env to (see
 * `render_round_trip`: `parse_problems(question_text(p))` gives p back,
   `text_to_tokens(response_text(r))` gives r up to EOS, and `render` is the two.
 * `parse_errors`: a question that is no problem raises ValueError quoting it.
+* `held_out`: (envs with `hold_out`) training draws (`polyepo.splits.sample`)
+  never include a `validation` or `test` problem, and no `ood` problem is ever
+  a training problem (the ood shift leaves the training support).
 """
 
 from typing import Callable, Dict, Optional, Sequence
@@ -31,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from polyepo import splits
 from polyepo.env_api import DEGENERATE
 
 NOT_A_PROBLEM = "Tell me a story about a dragon."
@@ -205,6 +209,28 @@ def check_parse_errors(env, params, key, num_problems):
     raise AssertionError(f"parse_problems accepted {NOT_A_PROBLEM!r}")
 
 
+def _problem_rows(problems) -> set:
+  leaves = [np.asarray(x).reshape(np.shape(x)[0], -1) for x in jax.tree.leaves(problems)]
+  return set(map(tuple, np.concatenate(leaves, axis=1).tolist()))
+
+
+def check_held_out(env, params, key, num_problems, num_draws=4096):
+  del params, num_problems  # the splits are defined on the default and ood params
+  if not env.hold_out:
+    return
+  default = env.default_params()
+  train = _problem_rows(splits.sample(env, key, default, num_draws, "train"))
+  for split in ("validation", "test"):
+    held = splits.sample(env, jax.random.fold_in(key, 1), default, num_draws // 8, split)
+    assert np.asarray(splits.in_split(held, split)).all(), f"a {split} draw is outside {split}"
+    leaked = train & _problem_rows(held)
+    assert not leaked, f"{len(leaked)} {split} problems drawn for training, e.g. {sorted(leaked)[:3]}"
+  ood = _problem_rows(env.sample_problems(jax.random.fold_in(key, 2), env.ood_params(), num_draws))
+  both = train & ood
+  assert not both, (f"{len(both)} ood problems are training problems, e.g. {sorted(both)[:3]}: "
+                    "ood_params must shift the support away from default_params'")
+
+
 CHECKS: Dict[str, Callable] = {
     "api": check_api,
     "labels_recovered": check_labels_recovered,
@@ -216,6 +242,7 @@ CHECKS: Dict[str, Callable] = {
     "jit_vmap": check_jit_vmap,
     "render_round_trip": check_render_round_trip,
     "parse_errors": check_parse_errors,
+    "held_out": check_held_out,
 }
 
 

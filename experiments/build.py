@@ -11,7 +11,7 @@ import jax
 
 import envs
 from envs import datasets
-from polyepo import _checks, evaluate, loop, model, pretrain, train
+from polyepo import _checks, evaluate, forced, loop, model, pretrain, train
 
 
 def rl_settings(config):
@@ -41,7 +41,8 @@ def policy_model_config(config, base_model_config):
 def pretrain_config(config, strategy_names):
   """The validated PretrainConfig of a pretraining ConfigDict (its report settings too)."""
   result = pretrain.PretrainConfig(
-      **{**config.pretrain.to_dict(), "mixture": tuple(config.pretrain.mixture)})
+      **{**config.pretrain.to_dict(), "mixture": tuple(config.pretrain.mixture),
+         "preference_mixture": tuple(config.pretrain.preference_mixture)})
   pretrain.validate(result, strategy_names)
   evaluate.validate(num_problems=config.report.num_problems,
                     num_samples=config.report.num_samples,
@@ -66,7 +67,7 @@ def base_model(config, progress=True):
   return env, model_config, params, directory
 
 
-def eval_problems(domain, splits=("test", "ood"), num_problems=None):
+def eval_problems(domain, splits=datasets.SPLITS, num_problems=None):
   """{split: problems} from the TFDS eval splits (built on first use)."""
   out = {}
   for split in splits:
@@ -78,9 +79,16 @@ def eval_problems(domain, splits=("test", "ood"), num_problems=None):
 
 
 def base_report(config, env, model_config, params):
-  """{split: summary} of the base model on the eval splits."""
+  """{split: summary} of the base model on the eval splits, with each strategy's
+  forced accuracy (`forced_accuracy`, on up to report.forced_problems problems)."""
   problems = eval_problems(config.domain, config.report.splits, config.report.num_problems)
-  return {split: evaluate.evaluate(params, model_config, env, p, jax.random.key(1000 + i),
+  out = {}
+  for i, (split, p) in enumerate(problems.items()):
+    out[split] = evaluate.evaluate(params, model_config, env, p, jax.random.key(1000 + i),
                                    num_samples=config.report.num_samples,
                                    temperature=config.report.temperature)
-          for i, (split, p) in enumerate(problems.items())}
+    out[split]["forced_accuracy"] = forced.forced_accuracy(
+        params, model_config, env, p, jax.random.key(2000 + i),
+        num_problems=config.report.forced_problems, num_samples=config.report.forced_samples,
+        temperature=config.report.temperature)
+  return out

@@ -1,7 +1,8 @@
 """The contract between the library and an environment.
 
-This module is deliberately tiny and imports nothing heavy: `envs/` may import it
-(and only it) from `polyepo`. Training, pretraining and evaluation accept any object
+This module is deliberately tiny and imports nothing heavy: the domains in `envs/`
+may import it (and only it) from `polyepo`; `envs.datasets` also uses
+`polyepo.splits` to hold its problems out of training. Training, pretraining and evaluation accept any object
 that satisfies `Env`; `envs.testing.check_env` checks that one does, and
 `envs.kit.env.KitEnv` implements the methods every kit domain shares.
 """
@@ -36,6 +37,9 @@ class Env(Protocol):
     pad_id: the token after a response's end.
     eos_id: the token that ends a response.
     max_response_len: T, the response budget in tokens (EOS included).
+    hold_out: whether the `validation` and `test` problems are held out of
+      training by a hash of the problem (`polyepo.splits`); False only for a
+      problem space too small to split.
   """
 
   strategy_names: Tuple[str, ...]
@@ -44,12 +48,15 @@ class Env(Protocol):
   pad_id: int
   eos_id: int
   max_response_len: int
+  hold_out: bool
 
   def default_params(self) -> Params:
-    """The training distribution's params (also the `test` split's)."""
+    """The training distribution's params (also the `validation` and `test`
+    splits', whose problems `polyepo.splits` holds out of training)."""
 
   def ood_params(self) -> Params:
-    """The shifted distribution of the `ood` split."""
+    """The shifted distribution of the `ood` split: its support is disjoint
+    from `default_params`' (a shift the domain names, e.g. larger operands)."""
 
   def sample_problems(self, key, params: Params, batch_size: int) -> Problems:
     """Draws `batch_size` problems; a pytree with leading axis B."""

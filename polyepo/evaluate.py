@@ -5,9 +5,11 @@
 For each problem, `num_samples` responses are drawn at the given temperature in
 jitted chunks; rewards and strategy labels come from the environment. The
 summary (`summarize`) holds pass@k for every k = 1..num_samples (unbiased),
-strategy shares, per-strategy accuracy, distinct and distinct-correct strategies,
-decoy mass, branch point, majority-vote accuracy (from `env.answers`) and
-response length.
+strategy shares, per-strategy accuracy (on the problems a strategy applies to),
+distinct and distinct-correct strategies and strategy families, decoy mass,
+branch point, majority-vote accuracy (from `env.answers`), response length, and
+the per-problem values behind the means (`per_problem`, which
+`experiments.report` bootstraps over problems).
 """
 
 import functools
@@ -50,6 +52,8 @@ class Samples(NamedTuple):
   answers: np.ndarray        # i32[P, S]  final-answer ids (-1: none)
   kl_to_base: Optional[np.ndarray] = None  # f32[P, S] k3 KL to the base model, summed over
                                            # each response's tokens (None: not measured)
+  applicable: Optional[np.ndarray] = None  # bool[P, K] which of the K strategies apply to
+                                           # each problem (env.applicable; None: all)
 
 
 def _take(tree, start, stop):
@@ -76,7 +80,8 @@ def _sample_chunk(params, model_config, env, problems, num_samples, key, tempera
     kl = _kl_to_base(params, base_params, model_config, prompts, rollout, temperature)
     kl = kl.reshape(shape)
   return (reward.reshape(shape), label.reshape(shape),
-          jnp.sum(mask, -1).astype(jnp.int32), branch, answers.reshape(shape), kl)
+          jnp.sum(mask, -1).astype(jnp.int32), branch, answers.reshape(shape), kl,
+          env.applicable(problems))
 
 
 def _kl_to_base(params, base_params, model_config, prompts, rollout, temperature):
@@ -112,7 +117,7 @@ def sample_responses(params, model_config, env, problems, key, *, num_samples: i
       scored by it for the KL to the base model (`Samples.kl_to_base`).
 
   Returns:
-    Samples with host arrays.
+    Samples with host arrays (`applicable` filled from env.applicable).
   """
   num_problems = jax.tree.leaves(problems)[0].shape[0]
   validate(num_samples=num_samples, temperature=temperature, num_problems=num_problems,
@@ -127,22 +132,44 @@ def sample_responses(params, model_config, env, problems, key, *, num_samples: i
     outputs.append(_sample_chunk(params, model_config, env,
                                  _take(problems, start, start + chunk), num_samples,
                                  jax.random.fold_in(key, i), temperature, base_params))
-  rewards, labels, lengths, branch, answers, kl = (
+  rewards, labels, lengths, branch, answers, kl, applicable = (
       None if outputs[0][j] is None else
-      np.concatenate([np.asarray(o[j]) for o in outputs])[:num_problems] for j in range(6))
-  return Samples(rewards, labels, lengths, branch, answers, kl)
+      np.concatenate([np.asarray(o[j]) for o in outputs])[:num_problems] for j in range(7))
+  return Samples(rewards, labels, lengths, branch, answers, kl, applicable)
 
 
-def summarize(samples: Samples, strategy_names) -> Dict[str, Any]:
+def family_labels(labels: np.ndarray, strategy_families) -> np.ndarray:
+  """i32[...]: each strategy label replaced by its family's index (DEGENERATE kept).
+
+  Families are numbered in sorted order of their names. labels: i32[...];
+  strategy_families: the family of each strategy (K strings).
+  """
+  names = sorted(set(strategy_families))
+  family_of = np.asarray([names.index(f) for f in strategy_families], np.int32)
+  return np.where(labels == DEGENERATE, DEGENERATE, family_of[np.maximum(labels, 0)])
+
+
+def summarize(samples: Samples, strategy_names, strategy_families=None) -> Dict[str, Any]:
   """Summary statistics of sampled responses (plain Python numbers and lists).
+
+  Args:
+    samples: P problems x S samples.
+    strategy_names: the K strategies' names (label k is strategy_names[k]).
+    strategy_families: the family of each strategy, K strings parallel to
+      strategy_names (env.strategy_families; two strategies may share one);
+      None: every strategy is its own family.
 
   Keys:
     pass_at_k: {k: mean over problems of the unbiased pass@k}, k = 1..S.
     strategy_share: {name: share of all samples}, plus "DEGENERATE".
-    strategy_accuracy: {name: mean reward of the samples with that label} (None
-      where a strategy was never produced).
+    strategy_accuracy: {name: mean reward of the samples with that label on the
+      problems where the strategy applies (`samples.applicable`; all problems
+      when it is None)}; None where the strategy was never produced on such a
+      problem. "DEGENERATE": over all problems.
     distinct_strategies / distinct_correct_strategies: mean over problems of the
       number of distinct (correct) non-degenerate strategies among its S samples.
+    distinct_correct_families: mean over problems of the number of distinct
+      strategy families among its correct non-degenerate samples.
     strategies_used / correct_strategies_used: strategies produced (produced
       correctly) at least once over all problems.
     decoy_mass: share of all samples whose (non-degenerate) strategy has no
@@ -152,23 +179,38 @@ def summarize(samples: Samples, strategy_names) -> Dict[str, Any]:
     kl_to_base: the k3 estimate of KL(policy || base) per response token
       (None unless the samples were scored by the base model).
     branch_point, mean_length, mean_reward.
+    per_problem: the per-problem values behind the means, lists of P plain
+      numbers: "num_correct" (correct samples), "distinct", "distinct_correct",
+      "distinct_correct_families" (ints), "branch_point" and "majority_vote"
+      (floats; "majority_vote" absent when no answer ids exist).
   """
   rewards, labels = samples.rewards, samples.labels
   num_problems, num_samples = rewards.shape
+  names = list(strategy_names)
+  applicable = samples.applicable
+  if applicable is None:
+    applicable = np.ones((num_problems, len(names)), bool)
+  if applicable.shape != (num_problems, len(names)):
+    raise ValueError(f"samples.applicable has shape {applicable.shape}, expected "
+                     f"{(num_problems, len(names))} (problems, strategies).")
+  families = names if strategy_families is None else list(strategy_families)
+  if len(families) != len(names):
+    raise ValueError(f"strategy_families has {len(families)} entries for {len(names)} "
+                     f"strategies.")
   correct = (rewards > 0).sum(-1)
   pass_at = np.asarray(metrics.pass_at_k_curve(num_samples, jnp.asarray(correct),
                                                range(1, num_samples + 1))).mean(0)
-  names = list(strategy_names)
-  flat_labels, flat_rewards = labels.reshape(-1), rewards.reshape(-1)
   share, accuracy = {}, {}
   for s, name in enumerate(names + ["DEGENERATE"]):
-    label = DEGENERATE if name == "DEGENERATE" else s
-    hit = flat_labels == label
-    share[name] = float(hit.mean())
-    accuracy[name] = float(flat_rewards[hit].mean()) if hit.any() else None
+    produced = labels == (DEGENERATE if name == "DEGENERATE" else s)   # [P, S]
+    counted = produced if name == "DEGENERATE" else produced & applicable[:, s, None]
+    share[name] = float(produced.mean())
+    accuracy[name] = float(rewards[counted].mean()) if counted.any() else None
   distinct = np.asarray(jax.vmap(metrics.distinct_strategies)(jnp.asarray(labels)))
   distinct_correct = np.asarray(jax.vmap(metrics.distinct_correct_strategies)(
       jnp.asarray(rewards), jnp.asarray(labels)))
+  distinct_correct_families = np.asarray(jax.vmap(metrics.distinct_correct_strategies)(
+      jnp.asarray(rewards), jnp.asarray(family_labels(labels, families))))
   # decoys: per problem, strategies with samples but no correct sample
   one_hot = labels[..., None] == np.arange(len(names))            # [P, S, K]
   correct_by_strategy = (one_hot & (rewards[..., None] > 0)).any(1)  # [P, K]
@@ -176,10 +218,19 @@ def summarize(samples: Samples, strategy_names) -> Dict[str, Any]:
   kl = None
   if samples.kl_to_base is not None:
     kl = float(samples.kl_to_base.sum() / max(samples.lengths.sum(), 1))
+  per_problem = {
+      "num_correct": correct.astype(int).tolist(),
+      "distinct": distinct.astype(int).tolist(),
+      "distinct_correct": distinct_correct.astype(int).tolist(),
+      "distinct_correct_families": distinct_correct_families.astype(int).tolist(),
+      "branch_point": samples.branch_points.astype(float).tolist(),
+  }
   majority = None
   if (samples.answers >= 0).any():
-    majority = float(np.mean(jax.vmap(metrics.majority_vote_accuracy)(
-        jnp.asarray(rewards), jnp.asarray(samples.answers))))
+    by_problem = np.asarray(jax.vmap(metrics.majority_vote_accuracy)(
+        jnp.asarray(rewards), jnp.asarray(samples.answers)), float)
+    majority = float(np.mean(by_problem))
+    per_problem["majority_vote"] = by_problem.tolist()
   return {
       "num_problems": int(num_problems),
       "num_samples": int(num_samples),
@@ -189,6 +240,7 @@ def summarize(samples: Samples, strategy_names) -> Dict[str, Any]:
       "strategy_accuracy": accuracy,
       "distinct_strategies": float(distinct.mean()),
       "distinct_correct_strategies": float(distinct_correct.mean()),
+      "distinct_correct_families": float(distinct_correct_families.mean()),
       "strategies_used": int(sum(share[n] > 0 for n in names)),
       "correct_strategies_used": int(correct_by_strategy.any(0).sum()),
       "decoy_mass": float(decoy.mean()),
@@ -196,17 +248,18 @@ def summarize(samples: Samples, strategy_names) -> Dict[str, Any]:
       "branch_point": float(samples.branch_points.mean()),
       "mean_length": float(samples.lengths.mean()),
       "kl_to_base": kl,
+      "per_problem": per_problem,
   }
 
 
 def evaluate(params, model_config, env, problems, key, *, num_samples: int = 64,
              temperature: float = 1.0, problems_per_chunk: int = 16,
              base_params=None) -> Dict[str, Any]:
-  """`summarize(sample_responses(...))`."""
+  """`summarize(sample_responses(...))` with the env's strategy names and families."""
   samples = sample_responses(params, model_config, env, problems, key, num_samples=num_samples,
                              temperature=temperature, problems_per_chunk=problems_per_chunk,
                              base_params=base_params)
-  return summarize(samples, env.strategy_names)
+  return summarize(samples, env.strategy_names, env.strategy_families)
 
 
 def format_report(summary: Dict[str, Any], title: str = "") -> str:
@@ -215,8 +268,10 @@ def format_report(summary: Dict[str, Any], title: str = "") -> str:
   ks = [k for k in (1, 2, 4, 8, 16, 32, 64) if k in p]
   lines = [title] if title else []
   lines.append("pass@k   " + "  ".join(f"@{k}={p[k]:.3f}" for k in ks))
+  families = summary.get("distinct_correct_families")
   lines.append(f"distinct strategies / problem {summary['distinct_strategies']:.2f}, "
-               f"correct {summary['distinct_correct_strategies']:.2f}; used overall "
+               f"correct {summary['distinct_correct_strategies']:.2f}"
+               + ("" if families is None else f" (families {families:.2f})") + "; used overall "
                f"{summary['strategies_used']}, correct {summary['correct_strategies_used']}; "
                f"decoy mass {summary['decoy_mass']:.3f}; branch point "
                f"{summary['branch_point']:.1f}; mean length {summary['mean_length']:.1f}")
@@ -225,8 +280,13 @@ def format_report(summary: Dict[str, Any], title: str = "") -> str:
   if summary.get("majority_vote") is not None:
     lines.append(f"majority vote over {summary['num_samples']} samples: "
                  f"{summary['majority_vote']:.3f}")
-  lines.append(f"{'strategy':<24}{'share':>8}{'accuracy':>10}")
+  forced_acc = summary.get("forced_accuracy") or {}
+  cell = lambda x: f"{'–':>10}" if x is None else f"{x:>10.3f}"
+  lines.append(f"{'strategy':<24}{'share':>8}{'accuracy':>10}"
+               + (f"{'forced':>10}" if forced_acc else ""))
   for name, share in summary["strategy_share"].items():
-    acc = summary["strategy_accuracy"][name]
-    lines.append(f"{name:<24}{share:>8.4f}{'' if acc is None else f'{acc:>10.3f}'}")
+    row = f"{name:<24}{share:>8.4f}{cell(summary['strategy_accuracy'][name])}"
+    if forced_acc and name in forced_acc:
+      row += cell(forced_acc[name])
+    lines.append(row.rstrip())
   return "\n".join(lines)

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
-from polyepo import _checks, evaluate, train, writers
+from polyepo import _checks, evaluate, forced, train, writers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +44,9 @@ class RunSettings:
     eval_num_problems: problems per eval split.
     eval_num_samples: samples per problem (pass@k for k up to this).
     eval_temperature: sampling temperature at evaluation (0: greedy).
+    eval_forced_problems: problems per strategy for its forced accuracy at each
+      evaluation (`polyepo.forced`; 0: not measured).
+    eval_forced_samples: completions per (problem, strategy).
     num_devices: devices of the `data` mesh axis that the entry point builds
       (`train.make_mesh`; 0 = all that divide the prompt batch).
     max_checkpoints: checkpoints kept.
@@ -56,6 +59,8 @@ class RunSettings:
   eval_num_problems: int = 64
   eval_num_samples: int = 32
   eval_temperature: float = 1.0
+  eval_forced_problems: int = 16
+  eval_forced_samples: int = 8
   num_devices: int = 0
   max_checkpoints: int = 2
 
@@ -80,6 +85,8 @@ def validate(settings: RunSettings, config: train.TrainConfig) -> None:
   evaluate.validate(num_problems=settings.eval_num_problems,
                     num_samples=settings.eval_num_samples,
                     temperature=settings.eval_temperature, prefix="eval_")
+  _checks.at_least("eval_forced_problems", settings.eval_forced_problems, 0)
+  _checks.at_least("eval_forced_samples", settings.eval_forced_samples, 1)
   _checks.at_least("num_devices", settings.num_devices, 0)
   _checks.at_least("max_checkpoints", settings.max_checkpoints, 1)
 
@@ -104,10 +111,12 @@ def _seed_params(params, seed: int):
 
 def _mean_summary(summaries):
   """Averages numeric leaves of per-seed summaries (None-aware); an integer that
-  every seed shares (a count such as num_samples) stays an integer."""
+  every seed shares (a count such as num_samples) stays an integer. The
+  per-problem values ("per_problem") are left out: the per-seed summaries keep
+  them, and a mean over seeds of per-problem values would mean nothing to read."""
   first = summaries[0]
   if isinstance(first, dict):
-    return {k: _mean_summary([s[k] for s in summaries]) for k in first}
+    return {k: _mean_summary([s[k] for s in summaries]) for k in first if k != "per_problem"}
   values = [s for s in summaries if s is not None]
   if not values:
     return None
@@ -120,7 +129,9 @@ def evaluate_seeds(params, model_config, env, eval_problems, settings: RunSettin
                    step: int, base_params=None) -> Dict[str, Any]:
   """{split: {"mean": summary averaged over seeds, "seeds": [summary per seed]}}.
 
-  With base_params, each summary holds the KL to the base model (`kl_to_base`).
+  With base_params, each summary holds the KL to the base model (`kl_to_base`);
+  with settings.eval_forced_problems > 0, each strategy's forced accuracy
+  (`forced_accuracy`, `polyepo.forced`).
   """
   out = {}
   for i, (split, problems) in enumerate(sorted(eval_problems.items())):
@@ -128,10 +139,17 @@ def evaluate_seeds(params, model_config, env, eval_problems, settings: RunSettin
     per_seed = []
     for s in range(settings.num_seeds):
       key = jax.random.fold_in(jax.random.PRNGKey(settings.seed + 7919 * (i + 1)), s)
-      per_seed.append(evaluate.evaluate(
+      summary = evaluate.evaluate(
           _seed_params(params, s), model_config, env, problems,
           jax.random.fold_in(key, step), num_samples=settings.eval_num_samples,
-          temperature=settings.eval_temperature, base_params=base_params))
+          temperature=settings.eval_temperature, base_params=base_params)
+      if settings.eval_forced_problems:
+        summary["forced_accuracy"] = forced.forced_accuracy(
+            _seed_params(params, s), model_config, env, problems,
+            jax.random.fold_in(jax.random.fold_in(key, step), 1),
+            num_problems=settings.eval_forced_problems,
+            num_samples=settings.eval_forced_samples, temperature=settings.eval_temperature)
+      per_seed.append(summary)
     out[split] = {"mean": _mean_summary(per_seed), "seeds": per_seed}
   return out
 

@@ -1,7 +1,7 @@
 """Evaluation metrics for one prompt's group of N generations (vmap over prompts).
 
-pass@k (unbiased), strategy counts and entropy, branch point, majority-vote accuracy
-and the top answer's vote share.
+pass@k (unbiased), strategy counts and entropy, decoy mass, branch point,
+majority-vote accuracy and the top answer's vote share.
 """
 
 import jax
@@ -47,6 +47,15 @@ def distinct_correct_strategies(rewards: jax.Array, labels: jax.Array) -> jax.Ar
   """Distinct non-degenerate strategies among generations with reward > 0."""
   _checks.per_generation(rewards, labels)
   return objectives.num_distinct_strategies(jnp.where(rewards > 0, labels, DEGENERATE))
+
+
+def decoy_mass(rewards: jax.Array, labels: jax.Array) -> jax.Array:
+  """Share of the N generations whose (non-degenerate) strategy has no correct
+  generation in the group: f32[]. rewards: f32[N]; labels: i32[N]."""
+  _checks.per_generation(rewards, labels)
+  same = labels[:, None] == labels[None, :]
+  strategy_solved = jnp.any(same & (rewards[None, :] > 0), axis=1)
+  return jnp.mean((labels != DEGENERATE) & ~strategy_solved)
 
 
 def strategy_counts(labels: jax.Array, num_strategies: int) -> jax.Array:

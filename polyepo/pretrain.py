@@ -1,10 +1,31 @@
-"""Supervised pretraining of the base model on strategy demonstrations.
+"""Supervised pretraining of the base model on strategy demonstrations, in two stages.
 
-The corpus is generated on the fly inside the jitted step: problems from the
-environment, a strategy per problem drawn from a skewed mixture restricted to
-the strategies that apply, the environment's demonstration of it, with
-arithmetic slips injected at `slip_rate`. The loss is next-token cross-entropy
-on the response tokens only (EOS included).
+A real base model knows many ways to solve a problem but prefers a few. The two
+stages build that on purpose, keeping competence apart from preference:
+
+1. **competence** (`num_steps`): demonstrations of strategies drawn from
+   `mixture` (balanced by default) with arithmetic slips at `slip_rate`; the
+   loss is next-token cross-entropy on the whole response (EOS included), so
+   every strategy is learned.
+2. **preference** (`preference_steps`, optional): starts from the competence
+   stage's model. Half of each batch is drawn from the skewed
+   `preference_mixture` and trained on each response's *opening* only
+   (`polyepo.forced.openings`: its first tokens, up to the one that tells its
+   strategy apart from every other applicable strategy's); the other half is
+   drawn as in the competence stage and trained on everything *after* the
+   opening. The loss is the sum of the two halves' mean token losses. So the
+   skew moves only which strategy the model starts, and the rest keeps being
+   trained as before (trained on openings alone, the model forgot how to carry
+   the strategies out: 77% of its multiplication samples followed none).
+
+The competence stage's model is the base model of the same config without a
+preference stage, and is cached as such (`base_model`): changing the
+preference stage does not retrain it.
+
+The corpus is generated on the fly inside the jitted step: training problems
+from the environment (`polyepo.splits`: never an eval problem), a strategy per
+problem from the stage's mixture restricted to the strategies that apply, and
+the environment's demonstration of it.
 
   state = init(key); state, metrics = run_chunk(state)   # one compiled chunk of steps
 """
@@ -18,7 +39,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from polyepo import _checks, checkpoint
+from polyepo import _checks, checkpoint, forced, splits
 from polyepo import model as model_lib
 
 
@@ -31,10 +52,17 @@ class PretrainConfig:
   (configs/pretrain.py builds `config.pretrain` from them).
 
   Attributes:
-    mixture: unnormalised weight of each strategy, in the env's strategy order;
-      per problem it is renormalised over the strategies that apply.
-    slip_rate: probability that a demonstration carries an arithmetic slip.
-    num_steps: optimiser steps.
+    mixture: competence stage: unnormalised weight of each strategy, in the
+      env's strategy order; per problem it is renormalised over the strategies
+      that apply.
+    slip_rate: competence stage: probability that a demonstration carries an
+      arithmetic slip.
+    num_steps: competence stage: optimiser steps.
+    preference_mixture: preference stage: the skewed weights, as `mixture`
+      (empty: no preference stage).
+    preference_steps: preference stage: optimiser steps (0: none).
+    preference_learning_rate: preference stage: peak learning rate (a fresh
+      AdamW state, the same warm-up and cosine decay).
     batch_size: demonstrations per step.
     learning_rate: peak Adam learning rate (linear warm-up, cosine decay).
     warmup_steps: warm-up length.
@@ -47,6 +75,9 @@ class PretrainConfig:
   mixture: Tuple[float, ...]
   slip_rate: float
   num_steps: int
+  preference_mixture: Tuple[float, ...] = ()
+  preference_steps: int = 0
+  preference_learning_rate: float = 3e-4
   batch_size: int = 256
   learning_rate: float = 3e-3
   warmup_steps: int = 50
@@ -63,12 +94,18 @@ def validate(config: PretrainConfig, strategy_names: Sequence[str]) -> None:
     config: the pretraining settings.
     strategy_names: the env's strategies; the mixture has a weight for each.
   """
-  if len(config.mixture) != len(strategy_names):
-    raise ValueError(
-        f"mixture has {len(config.mixture)} weights but the env has "
-        f"{len(strategy_names)} strategies: {', '.join(strategy_names)}.")
-  if min(config.mixture) < 0 or sum(config.mixture) <= 0:
-    raise ValueError(f"mixture weights must be >= 0 with a positive sum, got {config.mixture}.")
+  _checks.at_least("preference_steps", config.preference_steps, 0)
+  mixtures = [("mixture", config.mixture)]
+  if config.preference_steps:
+    mixtures.append(("preference_mixture", config.preference_mixture))
+  for name, mixture in mixtures:
+    if len(mixture) != len(strategy_names):
+      raise ValueError(
+          f"{name} has {len(mixture)} weights but the env has "
+          f"{len(strategy_names)} strategies: {', '.join(strategy_names)}.")
+    if min(mixture) < 0 or sum(mixture) <= 0:
+      raise ValueError(f"{name} weights must be >= 0 with a positive sum, got {mixture}.")
+  _checks.greater_than("preference_learning_rate", config.preference_learning_rate, 0)
   if not 0 <= config.slip_rate < 1:
     raise ValueError(f"slip_rate must be in [0, 1), got {config.slip_rate}.")
   for name in ("num_steps", "batch_size", "steps_per_chunk"):
@@ -104,18 +141,32 @@ def response_mask(tokens: jax.Array, eos_id: int) -> jax.Array:
   return (jnp.cumsum(is_eos, axis=1) - is_eos) == 0
 
 
+PARTS = ("all", "opening", "continuation")
+
+
 def corpus_batch(env, env_params, key: jax.Array, batch_size: int,
-                 mixture: Sequence[float], slip_rate: float):
-  """A batch of demonstrations.
+                 mixture: Sequence[float], slip_rate: float, part: str = "all"):
+  """A batch of demonstrations of training problems.
 
   A problem none of whose applicable strategies has weight gets no demonstration
   (its mask row is all False), so it adds nothing to the loss.
+
+  Args:
+    env, env_params: the environment and the params of its training problems.
+    key: PRNG key.
+    batch_size: B.
+    mixture: unnormalised weight per strategy.
+    slip_rate: probability of a slip per demonstration.
+    part: which tokens of each response the mask keeps: "all" (up to EOS),
+      "opening" (`forced.openings`; a strategy without a usable opening on
+      that problem gets no loss) or "continuation" (after the opening; all of
+      the response where there is no usable opening).
 
   Returns:
     (prompts i32[B, P], responses i32[B, T], mask bool[B, T], strategies i32[B]).
   """
   problem_key, strategy_key, demo_key = jax.random.split(key, 3)
-  problems = env.sample_problems(problem_key, env_params, batch_size)
+  problems = splits.sample(env, problem_key, env_params, batch_size)  # train split
   applicable = env.applicable(problems)
   weights = jnp.asarray(mixture, jnp.float32)
   allowed = applicable & (weights[None, :] > 0)
@@ -123,54 +174,118 @@ def corpus_batch(env, env_params, key: jax.Array, batch_size: int,
   strategies = jax.random.categorical(strategy_key, logits, axis=-1).astype(jnp.int32)
   responses, ok = env.demonstrate(demo_key, problems, strategies, slip_rate=slip_rate)
   mask = response_mask(responses, env.eos_id) & (ok & jnp.any(allowed, axis=-1))[:, None]
+  if part not in PARTS:
+    raise ValueError(f"part={part!r}; valid choices: {', '.join(PARTS)}.")
+  if part != "all":
+    found = forced.openings(env, problems)
+    rows = jnp.arange(batch_size)
+    length = jnp.where(found.usable[rows, strategies], found.length[rows, strategies], 0)
+    in_opening = jnp.arange(responses.shape[1]) < length[:, None]
+    mask &= in_opening if part == "opening" else ~in_opening
   return env.prompt_tokens(problems), responses, mask, strategies
 
 
-def _schedule(config: PretrainConfig):
+STAGES = ("competence", "preference")
+
+
+class Stage(NamedTuple):
+  """One stage's schedule (its corpus is described in the module docstring)."""
+  num_steps: int
+  learning_rate: float
+
+
+def stages(config: PretrainConfig) -> Dict[str, Stage]:
+  """{stage name: Stage} of the stages `config` runs, in order."""
+  out = {"competence": Stage(config.num_steps, config.learning_rate)}
+  if config.preference_steps:
+    out["preference"] = Stage(config.preference_steps, config.preference_learning_rate)
+  return out
+
+
+def without_preference(config: PretrainConfig) -> PretrainConfig:
+  """The config whose base model is `config`'s competence stage."""
+  defaults = {f.name: f.default for f in dataclasses.fields(PretrainConfig)
+              if f.name.startswith("preference_")}
+  return dataclasses.replace(config, **defaults)
+
+
+def _schedule(config: PretrainConfig, stage: Stage):
   return optax.warmup_cosine_decay_schedule(
-      init_value=0.0, peak_value=config.learning_rate,
-      warmup_steps=config.warmup_steps, decay_steps=max(config.num_steps, config.warmup_steps + 1),
-      end_value=config.learning_rate * config.end_lr_ratio)
+      init_value=0.0, peak_value=stage.learning_rate,
+      warmup_steps=min(config.warmup_steps, stage.num_steps // 2),
+      decay_steps=max(stage.num_steps, config.warmup_steps + 1),
+      end_value=stage.learning_rate * config.end_lr_ratio)
 
 
-def make_optimizer(config: PretrainConfig) -> optax.GradientTransformation:
+def make_optimizer(config: PretrainConfig, stage: Optional[Stage] = None
+                   ) -> optax.GradientTransformation:
+  """Clipped AdamW with the stage's schedule (default: the competence stage)."""
+  stage = stage or stages(config)["competence"]
   return optax.chain(
       optax.clip_by_global_norm(config.grad_clip),
-      optax.adamw(_schedule(config), weight_decay=config.weight_decay))
+      optax.adamw(_schedule(config, stage), weight_decay=config.weight_decay))
 
 
 def make_pretrain(config: PretrainConfig, model_config: model_lib.TransformerConfig,
-                  env, env_params) -> Tuple[Callable, Callable]:
-  """Builds `init(key) -> PretrainState` and a jitted `run_chunk(state) -> (state, metrics)`.
+                  env, env_params, stage: str = "competence") -> Tuple[Callable, Callable]:
+  """Builds `init(key, params=None) -> PretrainState` and a jitted `run_chunk(state)`.
 
-  `run_chunk` runs `config.steps_per_chunk` steps in one `lax.scan`; metrics
-  are stacked per step: "loss" (mean response-token cross-entropy), "token_prob"
-  (mean probability given to the demonstrated response tokens) and "learning_rate".
-  A bad config raises ValueError here, before anything compiles (`validate`).
+  `run_chunk` runs `config.steps_per_chunk` steps of `stage` in one `lax.scan`;
+  metrics are stacked per step: "loss" (mean cross-entropy over the trained
+  response tokens; for the preference stage the sum of the opening and
+  continuation halves'), "token_prob" (mean probability given to the trained
+  tokens; for the preference stage to the openings), and "learning_rate".
+  `init` starts from fresh parameters, or from `params` (the previous stage's)
+  with a fresh optimiser. A bad config raises ValueError here, before anything
+  compiles (`validate`).
   """
   validate(config, env.strategy_names)
-  optimizer = make_optimizer(config)
-  schedule = _schedule(config)
+  if stage not in stages(config):
+    raise ValueError(f"stage={stage!r} is not run by this config; valid choices: "
+                     f"{', '.join(stages(config))}.")
+  spec = stages(config)[stage]
+  optimizer = make_optimizer(config, spec)
+  schedule = _schedule(config, spec)
 
-  def init(key):
+  def init(key, params=None):
     init_key, key = jax.random.split(key)
-    params = model_lib.init_params(init_key, model_config)
+    if params is None:
+      params = model_lib.init_params(init_key, model_config)
     return PretrainState(params, optimizer.init(params), jnp.zeros((), jnp.int32), key)
 
-  def loss_fn(params, prompts, responses, mask):
-    logp = model_lib.sequence_logprobs(params, model_config, prompts, responses, mask)
-    denom = jnp.maximum(jnp.sum(mask), 1)
-    return -jnp.sum(logp) / denom, logp
+  def batches(key):
+    """[(prompts, responses, mask)]: the parts whose mean token losses are summed."""
+    if stage == "competence":
+      prompts, responses, mask, _ = corpus_batch(
+          env, env_params, key, config.batch_size, config.mixture, config.slip_rate)
+      return [(prompts, responses, mask)]
+    half = config.batch_size // 2
+    opening_key, replay_key = jax.random.split(key)
+    skewed = corpus_batch(env, env_params, opening_key, half, config.preference_mixture, 0.0,
+                          part="opening")
+    replay = corpus_batch(env, env_params, replay_key, config.batch_size - half,
+                          config.mixture, config.slip_rate, part="continuation")
+    return [skewed[:3], replay[:3]]
+
+  def mean_logp(params, prompts, responses, mask):
+    # The model reads every token of the response (its mask marks real tokens);
+    # `mask` picks the ones trained.
+    real = response_mask(responses, env.eos_id)
+    logp = jnp.where(mask, model_lib.sequence_logprobs(params, model_config, prompts,
+                                                       responses, real), 0.0)
+    count = jnp.maximum(jnp.sum(mask), 1)
+    return jnp.sum(logp) / count, jnp.sum(jnp.where(mask, jnp.exp(logp), 0.0)) / count
+
+  def loss_fn(params, parts):
+    means = [mean_logp(params, *part) for part in parts]
+    return -sum(m for m, _ in means), means[0][1]
 
   def train_step(state, _):
     batch_key = jax.random.fold_in(state.key, state.step)
-    prompts, responses, mask, _ = corpus_batch(
-        env, env_params, batch_key, config.batch_size, config.mixture, config.slip_rate)
-    (loss, logp), grads = jax.value_and_grad(loss_fn, has_aux=True)(
-        state.params, prompts, responses, mask)
+    (loss, token_prob), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+        state.params, batches(batch_key))
     updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
-    token_prob = jnp.sum(jnp.where(mask, jnp.exp(logp), 0.0)) / jnp.maximum(jnp.sum(mask), 1)
     metrics = {"loss": loss, "token_prob": token_prob, "learning_rate": schedule(state.step)}
     return PretrainState(params, opt_state, state.step + 1, state.key), metrics
 
@@ -183,26 +298,34 @@ def make_pretrain(config: PretrainConfig, model_config: model_lib.TransformerCon
 
 def pretrain(config: PretrainConfig, model_config: model_lib.TransformerConfig, env,
              env_params, key: jax.Array, progress: bool = True,
-             log: Optional[Callable[[int, Dict[str, float]], None]] = None):
-  """Runs pretraining on the host loop with a progress bar; returns the params.
+             log: Optional[Callable[[str, int, Dict[str, float]], None]] = None,
+             competence_params=None):
+  """Runs the stages on the host loop with a progress bar each; returns the params.
 
-  The number of steps is rounded up to whole chunks.
+  Each stage's steps are rounded up to whole chunks. `log(stage, step, metrics)`
+  is called after every chunk with its last step's metrics. With
+  `competence_params` (the competence stage's result), only the later stages run.
   """
   from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top
 
-  init, run_chunk = make_pretrain(config, model_config, env, env_params)
-  state = init(key)
-  chunks = -(-config.num_steps // config.steps_per_chunk)
-  with tqdm(total=chunks * config.steps_per_chunk, desc="pretrain", disable=not progress,
-            unit="step") as bar:
-    for _ in range(chunks):
-      state, metrics = run_chunk(state)
-      last = {k: float(v[-1]) for k, v in metrics.items()}
-      bar.update(config.steps_per_chunk)
-      bar.set_postfix(loss=f"{last['loss']:.3f}", p_token=f"{last['token_prob']:.3f}")
-      if log is not None:
-        log(int(state.step), last)
-  return state.params
+  params = competence_params
+  for i, (name, spec) in enumerate(stages(config).items()):
+    if name == "competence" and params is not None:
+      continue
+    init, run_chunk = make_pretrain(config, model_config, env, env_params, name)
+    state = init(jax.random.fold_in(key, i), params)
+    chunks = -(-spec.num_steps // config.steps_per_chunk)
+    with tqdm(total=chunks * config.steps_per_chunk, desc=f"pretrain: {name}",
+              disable=not progress, unit="step") as bar:
+      for _ in range(chunks):
+        state, metrics = run_chunk(state)
+        last = {k: float(v[-1]) for k, v in metrics.items()}
+        bar.update(config.steps_per_chunk)
+        bar.set_postfix(loss=f"{last['loss']:.3f}", p_token=f"{last['token_prob']:.3f}")
+        if log is not None:
+          log(name, int(state.step), last)
+    params = state.params
+  return params
 
 
 def base_model(env, env_params, *, description: Dict[str, Any],
@@ -220,6 +343,10 @@ def base_model(env, env_params, *, description: Dict[str, Any],
     cache_dir: root of the cache (see `checkpoint.cache_root`).
     progress: show a progress bar while training.
 
+  A config with a preference stage starts from the base model of the same
+  config without one (`without_preference`, itself restored or trained and
+  cached), so that changing the preference stage does not retrain competence.
+
   Returns:
     (params, directory, trained): trained is False when restored.
   """
@@ -234,8 +361,13 @@ def base_model(env, env_params, *, description: Dict[str, Any],
   abstract = jax.eval_shape(model_lib.init_params, jax.random.key(0), model_config)
   if checkpoint.has_params(directory):
     return checkpoint.load_params(directory, abstract), directory, False
+  competence = None
+  if config.preference_steps:
+    competence, _, _ = base_model(env, env_params, description=description,
+                                  model_config=model_config, config=without_preference(config),
+                                  seed=seed, cache_dir=cache_dir, progress=progress)
   params = pretrain(config, model_config, env, env_params, jax.random.key(seed),
-                    progress=progress)
+                    progress=progress, competence_params=competence)
   checkpoint.save_params(directory, params)
   with open(os.path.join(directory, "config.json"), "w") as f:
     json.dump(key_fields, f, indent=2, default=str)

@@ -27,7 +27,8 @@ from polyepo import _checks
 from polyepo import advantages as adv_lib
 from polyepo import losses, metrics
 from polyepo import model as model_lib
-from polyepo import objectives, sampling
+from polyepo import objectives, sampling, splits
+from polyepo.env_api import DEGENERATE
 
 ESTIMATORS = ("grpo", "reward_shaping", "set_rl")
 
@@ -229,6 +230,8 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
   loss_config = losses.PGLossConfig(config.eps_low, config.eps_high, config.aggregation,
                                     config.kl_coef)
   num_strategies = len(env.strategy_names)
+  family_names = sorted(set(env.strategy_families))
+  family_of = jnp.asarray([family_names.index(f) for f in env.strategy_families], jnp.int32)
 
   def init(params, key):
     """A state whose policy starts from `params` (the base model); key: u32[2]."""
@@ -258,7 +261,7 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
   def train_step(state: TrainState, base_params, axis_name=None):
     key = jax.random.fold_in(jax.random.wrap_key_data(state.key), state.step)
     problem_key, rollout_key, subset_key, shuffle_key = jax.random.split(key, 4)
-    problems = env.sample_problems(problem_key, env_params, B)
+    problems = splits.sample(env, problem_key, env_params, B)             # train split
     prompts = _constrain(env.prompt_tokens(problems), mesh)               # [B, P]
     rollout = sampling.sample(state.params, model_config, rollout_key, prompts,
                               max_new_tokens=T, temperature=config.temperature,
@@ -296,6 +299,9 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     loss_metrics = jax.tree.map(jnp.mean, loss_metrics)
 
     counts = jax.vmap(lambda l: metrics.strategy_counts(l, num_strategies))(label)
+    correct_label = jnp.where(reward > 0, label, DEGENERATE)
+    correct_counts = jax.vmap(lambda l: metrics.strategy_counts(l, num_strategies))(correct_label)
+    family = jnp.where(label == DEGENERATE, DEGENERATE, family_of[jnp.maximum(label, 0)])
     step_metrics = dict(
         loss_metrics,
         reward=jnp.mean(reward),
@@ -304,7 +310,13 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
         distinct_strategies=jnp.mean(jax.vmap(metrics.distinct_strategies)(label)),
         distinct_correct_strategies=jnp.mean(
             jax.vmap(metrics.distinct_correct_strategies)(reward, label)),
+        distinct_correct_families=jnp.mean(
+            jax.vmap(metrics.distinct_correct_strategies)(reward, family)),
         strategy_share=jnp.sum(counts, 0) / (B * N),
+        # Share of rollouts that are correct and follow each strategy (the last
+        # entry, correct DEGENERATE responses, is left out: it is no strategy).
+        correct_strategy_share=jnp.sum(correct_counts, 0)[:num_strategies] / (B * N),
+        decoy_mass=jnp.mean(jax.vmap(metrics.decoy_mass)(reward, label)),
         # Mean -log p of the sampled tokens: an unbiased estimate of the per-token
         # entropy of the sampling distribution.
         entropy=-jnp.sum(rollout.logprobs) / jnp.maximum(jnp.sum(rollout.mask), 1),

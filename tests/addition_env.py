@@ -31,7 +31,8 @@ T = 40  # the response budget: the longest trace (split, 99+99) has 33 tokens
 
 @struct.dataclass
 class AdditionParams:
-  low: jnp.ndarray  # i32[]: both operands are uniform in [low, 99]
+  low: jnp.ndarray   # i32[]: both operands are uniform in [low, high]
+  high: jnp.ndarray  # i32[]
 
 
 @struct.dataclass
@@ -121,13 +122,13 @@ class Addition(env_lib.KitEnv):
   max_response_len = T
 
   def default_params(self):
-    return AdditionParams(low=jnp.int32(10))
+    return AdditionParams(low=jnp.int32(10), high=jnp.int32(69))
 
-  def ood_params(self):
-    return AdditionParams(low=jnp.int32(70))
+  def ood_params(self):  # larger operands than training ever shows
+    return AdditionParams(low=jnp.int32(70), high=jnp.int32(99))
 
   def sample_problems(self, key, params, batch_size):
-    a, b = jax.random.randint(key, (2, batch_size), params.low, 100)
+    a, b = jax.random.randint(key, (2, batch_size), params.low, params.high + 1)
     return AdditionProblems(a.astype(jnp.int32), b.astype(jnp.int32))
 
   def prompt_tokens(self, problems):

@@ -43,7 +43,8 @@ def test_config_fields_are_exactly_the_dataclass_fields(name, size):
 @pytest.mark.parametrize("name", ALGORITHMS)
 def test_default_size_takes_the_dataclass_defaults(name, domain):
   """size=default changes nothing but the algorithm's fields and the per-domain
-  pretraining values (mixture, slip_rate, num_steps: no dataclass default)."""
+  pretraining values (mixture, slip_rate, num_steps: no dataclass default; the
+  preference stage's mixture and steps: by default no preference stage)."""
   config = ALGORITHMS[name].get_config(f"domain={domain}")
   defaults = _defaults(train.TrainConfig)
   assert {k for k in defaults if config.train[k] != defaults[k]} <= ALGORITHM_FIELDS
@@ -51,13 +52,16 @@ def test_default_size_takes_the_dataclass_defaults(name, domain):
   pretrain_defaults = _defaults(pretrain.PretrainConfig)
   assert set(pretrain_defaults) == _names(pretrain.PretrainConfig) - {
       "mixture", "slip_rate", "num_steps"}
-  assert {k: config.base.pretrain[k] for k in pretrain_defaults} == pretrain_defaults
+  per_domain = {"preference_mixture", "preference_steps"}
+  assert {k: config.base.pretrain[k] for k in pretrain_defaults if k not in per_domain} == {
+      k: v for k, v in pretrain_defaults.items() if k not in per_domain}
   model_defaults = model.TransformerConfig()
   assert {k: getattr(model_defaults, k) for k in config.base.model} == config.base.model.to_dict()
 
 
 def test_the_main_job_runs_with_the_values_it_always_had():
-  """Hand-written: the values of the experiments in results/ (3e-5, 100 steps, ...)."""
+  """Hand-written: the values of the main job (3e-5, 100 steps, ...; the base
+  model's two stages as in results/base/)."""
   config = poly_epo.get_config("domain=multiplication")
   assert config.train.to_dict() == dict(
       estimator="set_rl", normalize=True, lam=0.0, objective="polychromic", set_size=4,
@@ -67,16 +71,17 @@ def test_the_main_job_runs_with_the_values_it_always_had():
       num_steps=100, steps_per_chunk=10)
   assert config.run.to_dict() == dict(
       num_seeds=1, seed_batch_size=0, seed=0, eval_every=50, checkpoint_every=50,
-      eval_num_problems=64, eval_num_samples=32, eval_temperature=1.0, num_devices=0,
-      max_checkpoints=2)
+      eval_num_problems=64, eval_num_samples=32, eval_temperature=1.0,
+      eval_forced_problems=16, eval_forced_samples=8, num_devices=0, max_checkpoints=2)
   assert config.base.model.to_dict() == dict(width=128, num_layers=3, num_heads=4,
                                              num_kv_heads=1, mlp_ratio=4, activation="relu")
   assert config.base.pretrain.to_dict() == dict(
-      mixture=(45.0, 15.0, 12.0, 10.0, 8.0, 6.0, 0.8, 0.2), slip_rate=0.15, num_steps=700,
-      batch_size=256, learning_rate=3e-3, warmup_steps=50, end_lr_ratio=0.05,
-      weight_decay=0.01, grad_clip=1.0, steps_per_chunk=50)
+      mixture=(1.0, 1.0, 1.5, 2.0, 1.5, 2.0, 2.0, 1.5), slip_rate=0.05, num_steps=1200,
+      preference_mixture=(50.0, 20.0, 12.0, 8.0, 5.0, 2.0, 1.0, 0.05), preference_steps=150,
+      preference_learning_rate=3e-4, batch_size=256, learning_rate=3e-3, warmup_steps=50,
+      end_lr_ratio=0.05, weight_decay=0.01, grad_clip=1.0, steps_per_chunk=50)
   roots = pretrain_config.get_config("domain=polynomial_roots").pretrain
-  assert (roots.slip_rate, roots.num_steps) == (0.35, 450)
+  assert (roots.slip_rate, roots.num_steps, roots.preference_steps) == (0.1, 1000, 150)
   assert reward_shaping.get_config().train.lam == 0.3
   assert grpo.get_config().train.estimator == "grpo"
   assert pass_at_k.get_config().train.objective == "pass_at_n"

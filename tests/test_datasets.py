@@ -11,6 +11,7 @@ import pytest
 
 import envs
 from envs import datasets
+from polyepo import splits as polyepo_splits
 
 
 def test_tensorflow_is_not_installed():
@@ -21,14 +22,14 @@ def test_tensorflow_is_not_installed():
 def splits(tmp_path_factory):
   data_dir = str(tmp_path_factory.mktemp("tfds"))
   load = lambda split: datasets.load_split(
-      "multiplication", split, data_dir=data_dir, test_size=200, ood_size=120, seed=3)
+      "multiplication", split, data_dir=data_dir, size=200, seed=3)
   return data_dir, load("test"), load("ood")
 
 
 def test_splits_have_requested_sizes_and_types(splits):
   _, test, ood = splits
   assert test.a.shape == test.b.shape == (200,)
-  assert ood.a.shape == (120,)
+  assert ood.a.shape == (200,)
   assert test.a.dtype == np.int32
   env, _ = envs.make("multiplication")
   assert type(test) is type(env.sample_problems(jax.random.PRNGKey(0), env.default_params(), 1))
@@ -36,20 +37,21 @@ def test_splits_have_requested_sizes_and_types(splits):
 
 def test_splits_are_array_record_files(splits):
   data_dir, _, _ = splits
-  b = datasets.builder("multiplication", data_dir=data_dir, test_size=200, ood_size=120,
-                       seed=3, build=False)
+  b = datasets.builder("multiplication", data_dir=data_dir, size=200, seed=3,
+                       build=False)
   files = sorted(p.name for p in b.data_path.iterdir())
   assert any("test.array_record" in f for f in files), files
   assert any("ood.array_record" in f for f in files), files
+  assert any("validation.array_record" in f for f in files), files
 
 
 def test_splits_are_deterministic(splits, tmp_path):
   data_dir, test, ood = splits
   # Read back from the same directory, and rebuilt from scratch elsewhere.
   again = datasets.load_split("multiplication", "test", data_dir=data_dir,
-                              test_size=200, ood_size=120, seed=3)
+                              size=200, seed=3)
   fresh = datasets.load_split("multiplication", "ood", data_dir=str(tmp_path),
-                              test_size=200, ood_size=120, seed=3)
+                              size=200, seed=3)
   np.testing.assert_array_equal(again.a, test.a)
   np.testing.assert_array_equal(again.b, test.b)
   np.testing.assert_array_equal(fresh.a, ood.a)
@@ -59,27 +61,34 @@ def test_splits_are_deterministic(splits, tmp_path):
   np.testing.assert_array_equal(sampled.a, test.a)
 
 
+def test_eval_problems_are_held_out_of_training(splits):
+  """validation and test problems never occur among training draws (pretraining
+  and RL sample through `splits.sample(..., "train")`), nor do ood problems
+  (both factors 50 or more)."""
+  data_dir, test, ood = splits
+  validation = datasets.load_split("multiplication", "validation", data_dir=data_dir,
+                                   size=200, seed=3)
+  env, params = envs.make("multiplication")
+  train = polyepo_splits.sample(env, jax.random.PRNGKey(0), params, 20_000)
+  pairs = lambda p: set(zip(np.asarray(p.a).tolist(), np.asarray(p.b).tolist()))
+  seen = pairs(train)
+  assert len(seen) > 3500  # most of the 5,600 - 2 * 700 training problems
+  assert not seen & pairs(test) and not seen & pairs(validation)
+  assert not pairs(test) & pairs(validation)
+  assert not seen & pairs(ood)
+  assert not np.any((np.asarray(train.a) >= 50) & (np.asarray(train.b) >= 50))
+
+
 def test_ood_has_the_documented_shift(splits):
   _, test, ood = splits
-  env, _ = envs.make("multiplication")
-  digits = lambda p: np.concatenate([p.a // 10, p.a % 10, p.b // 10, p.b % 10])
-  assert digits(ood).min() >= 5  # every digit 5-9 ...
-  assert digits(test).min() == 0  # ... while test uses all digits
-  names = env.strategy_names
-  app_test = np.asarray(env.applicable(test)).mean(0)
-  app_ood = np.asarray(env.applicable(ood)).mean(0)
-  # The shortcut strategies become rare: only 56 = 7*8 (factor_out) and
-  # 56, 96 = 3*32 (halve_double) have all digits in 5-9.
-  for name, allowed in (("factor_out", {56}), ("halve_double", {56, 96})):
-    mask = np.asarray(env.applicable(ood))[:, names.index(name)]
-    assert (np.isin(ood.a[mask], list(allowed)) | np.isin(ood.b[mask], list(allowed))).all()
-    assert app_ood[names.index(name)] < 0.6 * app_test[names.index(name)]
-  assert app_ood[names.index("round_adjust")] > 0.9 > app_test[names.index("round_adjust")]
+  assert ood.a.min() >= 50 and ood.b.min() >= 50  # both factors large ...
+  assert not np.any((test.a >= 50) & (test.b >= 50))  # ... never in training
+  assert (ood.a * ood.b).mean() > 2 * (test.a * test.b).mean()
 
 
 def test_bad_split_and_env_names(tmp_path):
   with pytest.raises(ValueError, match="valid choices"):
-    datasets.load_split("multiplication", "train", data_dir=str(tmp_path))
+    datasets.load_split("multiplication", "train", data_dir=str(tmp_path))  # not an eval split
   with pytest.raises(ValueError, match="valid choices"):
     datasets.load_split("addition", "test", data_dir=str(tmp_path))
 
@@ -96,7 +105,7 @@ def test_loading_does_not_import_tensorflow(splits):
   data_dir, _, _ = splits
   code = ("import sys, envs.datasets as d; "
           f"d.load_split('multiplication', 'ood', data_dir={data_dir!r}, "
-          "test_size=200, ood_size=120, seed=3); "
+          "size=200, seed=3); "
           "assert 'tensorflow' not in sys.modules, 'tensorflow imported'")
   subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
 
@@ -104,12 +113,12 @@ def test_loading_does_not_import_tensorflow(splits):
 def test_building_says_what_it_builds_once_and_nothing_else(tmp_path, capfd, caplog):
   """No TFDS "Downloading and preparing ... Unknown size", progress bars or absl
   warnings: one line the first time, nothing when the splits already exist."""
-  kwargs = dict(data_dir=str(tmp_path), test_size=8, ood_size=8, seed=3)
+  kwargs = dict(data_dir=str(tmp_path), size=8, seed=3)
   caplog.set_level(logging.INFO)
   datasets.load_split("multiplication", "test", **kwargs)
   assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
   first = capfd.readouterr()
-  assert first.out.count("Building the multiplication eval splits (8 test and 8 ood") == 1
+  assert first.out.count("Building the multiplication eval splits (8 problems each") == 1
   text = first.out + first.err
   assert "Downloading" not in text and "Shuffling" not in text and "%" not in text, text
   datasets.load_split("multiplication", "ood", **kwargs)

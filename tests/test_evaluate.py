@@ -35,6 +35,71 @@ def test_summarize_hand_values():
   assert no_answers["majority_vote"] is None
 
 
+def test_summarize_families_applicability_and_per_problem_hand_values():
+  """3 problems x 4 samples; strategies a, b share the family x; c is y, d is z.
+
+    problem  labels          rewards     applicable (a b c d)
+       0     a  b  c  DEG    1 1 0 1     T T F T
+       1     a  c  d  d      0 1 1 0     F T T T
+       2     b  b  b  a      0 0 0 0     T T T T
+  """
+  rewards = np.array([[1, 1, 0, 1], [0, 1, 1, 0], [0, 0, 0, 0]], np.float32)
+  labels = np.array([[0, 1, 2, -1], [0, 2, 3, 3], [1, 1, 1, 0]], np.int32)
+  applicable = np.array([[1, 1, 0, 1], [0, 1, 1, 1], [1, 1, 1, 1]], bool)
+  answers = np.array([[5, 5, 6, -1], [7, 8, 8, 7], [3, 4, 4, 3]], np.int32)
+  samples = evaluate.Samples(rewards, labels, np.full((3, 4), 10, np.int32),
+                             np.array([2.0, 4.0, 6.0], np.float32), answers,
+                             applicable=applicable)
+  names, families = ("a", "b", "c", "d"), ("x", "x", "y", "z")
+  s = evaluate.summarize(samples, names, families)
+  # Shares count every sample; accuracy only where the strategy applies:
+  # a: P0 (right), P2 (wrong); its P1 sample is left out -> 1/2 (not 1/3).
+  # b: P0 right, P2 three wrong -> 1/4.  c: P1 right; its P0 sample left out -> 1 (not 1/2).
+  # d: P1 right and wrong -> 1/2.  DEGENERATE: P0, right -> 1.
+  assert s["strategy_share"] == {"a": 3 / 12, "b": 4 / 12, "c": 2 / 12, "d": 2 / 12,
+                                 "DEGENERATE": 1 / 12}
+  assert s["strategy_accuracy"] == {"a": 0.5, "b": 0.25, "c": 1.0, "d": 0.5, "DEGENERATE": 1.0}
+  # Correct non-degenerate strategies: P0 {a, b} = family {x}; P1 {c, d} = {y, z}; P2 none.
+  per = s["per_problem"]
+  assert per["num_correct"] == [3, 2, 0]
+  assert per["distinct"] == [3, 3, 2]
+  assert per["distinct_correct"] == [2, 2, 0]
+  assert per["distinct_correct_families"] == [1, 2, 0]
+  assert per["branch_point"] == [2.0, 4.0, 6.0]
+  # Majority vote: P0 picks 5 (right); P1 ties 7 (wrong) and 8 (right); P2 ties, both wrong.
+  assert per["majority_vote"] == [1.0, 0.5, 0.0]
+  assert all(type(v) is int for v in per["num_correct"] + per["distinct_correct_families"])
+  assert s["distinct_correct_strategies"] == pytest.approx(4 / 3)
+  assert s["distinct_correct_families"] == pytest.approx(1.0)
+  assert s["distinct_strategies"] == pytest.approx(8 / 3)
+  assert s["pass_at_k"][1] == pytest.approx((3 / 4 + 2 / 4 + 0) / 3)
+  assert s["majority_vote"] == pytest.approx(0.5)
+  # Without families each strategy is its own family; without applicability all apply.
+  own = evaluate.summarize(samples, names)
+  assert own["per_problem"]["distinct_correct_families"] == [2, 2, 0]
+  unrestricted = evaluate.summarize(samples._replace(applicable=None), names, families)
+  assert unrestricted["strategy_accuracy"]["a"] == pytest.approx(1 / 3)
+  assert unrestricted["strategy_accuracy"]["c"] == pytest.approx(0.5)
+  # A strategy produced only where it does not apply has no accuracy.
+  nowhere = applicable.copy()
+  nowhere[:, 3] = False
+  assert evaluate.summarize(samples._replace(applicable=nowhere), names,
+                            families)["strategy_accuracy"]["d"] is None
+  no_answers = evaluate.summarize(samples._replace(answers=np.full((3, 4), -1, np.int32)), names)
+  assert "majority_vote" not in no_answers["per_problem"]
+  with pytest.raises(ValueError, match="strategy_families has 3 entries for 4"):
+    evaluate.summarize(samples, names, ("x", "x", "y"))
+  with pytest.raises(ValueError, match="applicable has shape"):
+    evaluate.summarize(samples._replace(applicable=applicable[:, :3]), names)
+
+
+def test_family_labels_hand_values():
+  labels = np.array([[0, 1, 2, -1]], np.int32)
+  # families sorted: long -> 0, split -> 1; DEGENERATE stays -1.
+  np.testing.assert_array_equal(evaluate.family_labels(labels, ("split", "long", "split")),
+                                [[1, 0, 1, -1]])
+
+
 @pytest.mark.parametrize("kwargs,match", [
     (dict(num_samples=0), "num_samples must be >= 1, got 0"),
     (dict(temperature=-0.5), "temperature must be >= 0, got -0.5"),
@@ -74,6 +139,9 @@ def test_sample_responses_shapes_and_determinism():
                                 problems_per_chunk=2)
   assert a.rewards.shape == (5, 3) and a.labels.shape == (5, 3) and a.branch_points.shape == (5,)
   assert a.answers.shape == (5, 3) and a.answers.dtype == np.int32
+  # Applicability of the problems themselves, in order, padding dropped.
+  np.testing.assert_array_equal(a.applicable, np.asarray(env.applicable(problems)))
+  assert a.applicable.shape == (5, len(env.strategy_names)) and not a.applicable.all()
   for x, y in zip(a, b):
     np.testing.assert_array_equal(x, y)
   assert np.all((a.lengths >= 1) & (a.lengths <= env.max_response_len))

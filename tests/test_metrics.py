@@ -100,3 +100,12 @@ def test_metrics_jit_and_vmap():
     batched = jax.jit(jax.vmap(fn))(rewards, labels, tokens, mask)
     rows = [fn(rewards[i], labels[i], tokens[i], mask[i]) for i in range(4)]
     np.testing.assert_allclose(batched, rows, atol=1e-6)
+
+
+def test_decoy_mass_hand_values():
+  # strategies: 0 solved once (its wrong sample is no decoy), 1 never solved
+  # (both its samples are decoys), 2 solved; DEGENERATE never counts.
+  rewards = jnp.array([1., 0., 0., 0., 1., 0.])
+  labels = jnp.array([0, 0, 1, 1, 2, -1])
+  assert float(metrics.decoy_mass(rewards, labels)) == pytest.approx(2 / 6)
+  assert float(metrics.decoy_mass(jnp.zeros(3), jnp.array([-1, -1, -1]))) == 0.0

@@ -314,13 +314,15 @@ def test_sample_problems_respects_params():
   key_in, key_ood = jax.random.split(jax.random.PRNGKey(3))
   p = ENV.sample_problems(key_in, PARAMS, 4096)
   q = ENV.sample_problems(key_ood, ENV.ood_params(), 4096)
-  for x in (p.a, p.b):
-    x = np.asarray(x)
-    assert x.min() >= 10 and x.max() <= 99
-    assert len(np.unique(x)) == 90  # every factor occurs
+  a, b = np.asarray(p.a), np.asarray(p.b)
+  assert not np.any((a >= 50) & (b >= 50))  # at most one large factor ...
+  assert len(np.unique(a)) == len(np.unique(b)) == 90  # ... every factor occurs
+  # uniform over the 5,600 training problems: a is large in 2,000 of them
+  assert abs((a >= 50).mean() - 2000 / 5600) < 0.03
   for x in (q.a, q.b):
-    digits = np.stack([np.asarray(x) // 10, np.asarray(x) % 10])
-    assert digits.min() >= 5 and digits.max() <= 9
+    x = np.asarray(x)
+    assert x.min() >= 50 and x.max() <= 99
+    assert len(np.unique(x)) == 50
 
 
 def test_prompt_tokens_spell_the_question():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import envs
-from polyepo import pretrain
+from polyepo import forced, pretrain, splits
 
 SMALL = dict(width=32, num_layers=1, num_heads=2)
 
@@ -26,7 +26,7 @@ def test_corpus_follows_mixture_over_applicable_strategies(env):
       lambda k: pretrain.corpus_batch(env, params, k, 4096, mixture, 0.0))(jax.random.key(0))
   strategies = np.asarray(strategies)
   assert set(np.unique(strategies)) <= {0, 6, 7}
-  problems = env.sample_problems(jax.random.split(jax.random.key(0), 3)[0], params, 4096)
+  problems = splits.sample(env, jax.random.split(jax.random.key(0), 3)[0], params, 4096)
   applicable = np.asarray(env.applicable(problems))
   assert applicable[np.arange(4096), strategies].all()
   # Expected share of factor_out: 1/10 where it applies, 0 elsewhere.
@@ -92,6 +92,12 @@ GOOD = pretrain.PretrainConfig(mixture=(3.0, 1.0, 0.0), slip_rate=0.0, num_steps
     (dict(weight_decay=-0.01), "weight_decay must be >= 0, got -0.01"),
     (dict(end_lr_ratio=1.5), r"end_lr_ratio must be in \[0, 1\], got 1.5"),
     (dict(grad_clip=0.0), "grad_clip must be > 0, got 0.0"),
+    (dict(preference_steps=5, preference_mixture=(1.0,)),
+     "preference_mixture has 1 weights but the env has 3 strategies"),
+    (dict(preference_steps=5, preference_mixture=(0.0, 0.0, 0.0)),
+     "preference_mixture weights must be >= 0 with a positive sum"),
+    (dict(preference_steps=-1), "preference_steps must be >= 0, got -1"),
+    (dict(preference_learning_rate=0.0), "preference_learning_rate must be > 0, got 0.0"),
 ])
 def test_validate_names_the_bad_field(change, match):
   with pytest.raises(ValueError, match=match):
@@ -130,7 +136,61 @@ def test_problems_without_a_weighted_strategy_add_no_loss(env):
   mixture = (0.0,) * 6 + (1.0, 0.0)  # factor_out only: applies to about half the problems
   key = jax.random.key(4)
   _, _, mask, _ = pretrain.corpus_batch(env, params, key, 512, mixture, 0.0)
-  problems = env.sample_problems(jax.random.split(key, 3)[0], params, 512)
+  problems = splits.sample(env, jax.random.split(key, 3)[0], params, 512)
   applies = np.asarray(env.applicable(problems))[:, 6]
   assert 0 < applies.mean() < 1
   np.testing.assert_array_equal(np.asarray(mask).any(1), applies)
+
+
+@pytest.mark.parametrize("part", ["opening", "continuation"])
+def test_corpus_parts_split_each_response_at_its_opening(env, part):
+  """The preference stage trains skewed demonstrations up to the first token
+  that tells the strategy apart from every other applicable strategy (computed
+  here by brute force over the demonstrations), and balanced ones after it."""
+  env, params = env
+  key = jax.random.key(5)
+  _, responses, mask, strategies = pretrain.corpus_batch(
+      env, params, key, 64, (1.0,) * 8, 0.0, part=part)
+  full = np.asarray(pretrain.response_mask(responses, env.eos_id))
+  problems = splits.sample(env, jax.random.split(key, 3)[0], params, 64)
+  applicable = np.asarray(env.applicable(problems))
+  mask, strategies = np.asarray(mask), np.asarray(strategies)
+  for b in range(64):
+    one = jax.tree.map(lambda x: x[b:b + 1], problems)
+    demos = {s: np.asarray(env.demonstrate(key, one, jnp.array([s]))[0][0])
+             for s in np.flatnonzero(applicable[b])}
+    own = demos[strategies[b]]
+    common = [next((t for t in range(len(own)) if own[t] != other[t] or own[t] == env.pad_id),
+                   len(own)) for s, other in demos.items() if s != strategies[b]]
+    opening = max(common, default=0) + 1
+    in_opening = np.arange(len(own)) < opening
+    np.testing.assert_array_equal(mask[b], in_opening if part == "opening"
+                                  else full[b] & ~in_opening)
+
+
+def test_preference_stage_moves_the_first_token_and_keeps_the_rest(env):
+  """After a competence stage, a preference stage that puts all weight on
+  karatsuba makes the model start karatsuba, while the other strategies'
+  continuations keep being trained; it starts from the competence stage's
+  parameters."""
+  env, params = env
+  mc = pretrain.model_config_for(env, **SMALL)
+  config = pretrain.PretrainConfig(
+      mixture=(1.0,) * 8, slip_rate=0.0, num_steps=20, batch_size=32, steps_per_chunk=20,
+      preference_mixture=(0.0,) * 7 + (1.0,), preference_steps=20,
+      preference_learning_rate=3e-3, warmup_steps=2)
+  assert list(pretrain.stages(config)) == ["competence", "preference"]
+  init, run_chunk = pretrain.make_pretrain(config, mc, env, params)
+  state, _ = run_chunk(init(jax.random.key(0)))
+  init2, run_chunk2 = pretrain.make_pretrain(config, mc, env, params, "preference")
+  start = init2(jax.random.key(1), state.params)
+  jax.tree.map(np.testing.assert_array_equal, start.params, state.params)
+  assert int(start.step) == 0
+  after, metrics = run_chunk2(start)
+  # The opening of karatsuba (its first one or two tokens) becomes likely.
+  first, last = metrics["token_prob"][0], metrics["token_prob"][-1]
+  assert last > 0.3 and last > 3 * first, (first, last)
+  assert pretrain.stages(pretrain.without_preference(config)).keys() == {"competence"}
+  with pytest.raises(ValueError, match="stage='preference' is not run by this config"):
+    pretrain.make_pretrain(dataclasses.replace(config, preference_steps=0), mc, env, params,
+                           "preference")

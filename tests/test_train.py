@@ -300,6 +300,9 @@ def test_seed_mean_keeps_shared_counts_whole():
   mean = loop._mean_summary(summaries)  # pylint: disable=protected-access
   assert mean == {"num_samples": 32, "strategies_used": 3.5, "pass_at_k": {1: 0.375}, "mv": None}
   assert isinstance(mean["num_samples"], int)
+  # Per-problem values stay with their seed: the mean leaves them out.
+  per_problem = [dict(s, per_problem={"num_correct": [i, 2]}) for i, s in enumerate(summaries)]
+  assert loop._mean_summary(per_problem) == mean  # pylint: disable=protected-access
 
 RESUME = dataclasses.replace(TINY, num_steps=6, steps_per_chunk=1)
 SETTINGS = loop.RunSettings(num_seeds=2, eval_every=2, checkpoint_every=2,

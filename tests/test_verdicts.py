@@ -1,96 +1,98 @@
-"""The report's statistics and verdicts on constructed values (experiments.report)."""
+"""The report's cells and claims on constructed records (experiments.report).
+
+The bootstrap and the rule themselves are checked in test_stats.py; here, that
+the report feeds them the right per-problem values and prints what they say.
+"""
 
 import numpy as np
 import pytest
-import scipy.stats
 
 from experiments import report
 
-
-def test_mean_ci_matches_student_t():
-  values = [0.2, 0.5, 0.4]
-  mean, half = report.mean_ci(values)
-  lo, hi = scipy.stats.t.interval(0.95, df=2, loc=np.mean(values), scale=scipy.stats.sem(values))
-  assert mean == pytest.approx(np.mean(values))
-  assert half == pytest.approx((hi - lo) / 2, rel=1e-4)
-  for n in range(2, 32):
-    x = np.arange(n, dtype=float) ** 1.5
-    lo, hi = scipy.stats.t.interval(0.95, df=n - 1, loc=x.mean(), scale=scipy.stats.sem(x))
-    assert report.mean_ci(x)[1] == pytest.approx((hi - lo) / 2, rel=1e-3)
-  assert np.isnan(report.mean_ci([0.3])[1])
+P = 16
+EVEN = np.arange(P) % 2 == 0
 
 
-# Values [m - d, m, m + d] have mean m and a 95% half-width of t(2) d / sqrt(3)
-# = 4.303 d / 1.732 = 2.484 d.
-HALF = 4.303 / np.sqrt(3)
+def _seed(num_correct, distinct_correct, num_samples=32):
+  return {"num_samples": num_samples,
+          "per_problem": {"num_correct": list(num_correct),
+                          "distinct_correct": list(distinct_correct)}}
 
 
-def _three(mean, spread):
-  return [mean - spread, mean, mean + spread]
+def _rows(per_label, seeds=3):
+  """Rows of one domain; per_label: {label: (num_correct[P], distinct_correct[P])},
+  the same values on every seed and on both claim splits."""
+  def record(num_correct, distinct_correct):
+    split = {"seeds": [_seed(num_correct, distinct_correct) for _ in range(seeds)]}
+    return {"step": 100, "test": split, "ood": split}
+  return {label: {"record": record(*values), "note": ""} for label, values in per_label.items()}
 
 
-def test_interval_hand_values():
-  lo, hi = report.interval(_three(1.0, 0.1))
-  assert lo == pytest.approx(1 - 0.1 * HALF, rel=1e-3) and hi == pytest.approx(1 + 0.1 * HALF, rel=1e-3)
-  assert report.interval([0.4]) is None and report.interval([]) is None
+# Base: 5 / 4 distinct correct on even / odd problems; GRPO 2 / 1; Poly-EPO as Base.
+# Correct samples of 32: Poly-EPO 1 on every problem, GRPO 2 on even and 0 on odd
+# ones. So both have pass@1 1/32 (per problem they differ by 1/32 either way), and
+# pass@32 is 1 for Poly-EPO, 1 / 0 on even / odd problems for GRPO.
+BASE = (np.full(P, 20), np.where(EVEN, 5, 4))
+GRPO = (np.where(EVEN, 2, 0), np.where(EVEN, 2, 1))
+POLY = (np.full(P, 1), np.where(EVEN, 5, 4))
 
 
-@pytest.mark.parametrize("relation,margin", [(">", 0.0), ("<", 0.0), ("within", 0.5),
-                                             (">", -10.0), ("<", 10.0)])
-def test_one_seed_is_never_judged(relation, margin):
-  """A single seed has no interval: never "holds", whatever the gap or margin."""
-  for a, b in (([0.9], [0.1]), ([0.1], [0.9]), ([0.5], [0.5]), ([0.9], _three(0.1, 0.01)),
-               (_three(0.9, 0.01), [0.1])):
-    assert report.judge(a, b, relation, margin) == report.UNJUDGED
+def test_per_problem_values_from_a_record():
+  record = {"test": {"seeds": [_seed([0, 8, 32], [0, 1, 3]), _seed([4, 4, 4], [1, 1, 1])]}}
+  np.testing.assert_allclose(report.per_problem(record, "test", "pass@1"),
+                             [[0, 0.25, 1], [0.125, 0.125, 0.125]])
+  # pass@32 from 32 samples: 1 iff any sample is correct.
+  np.testing.assert_allclose(report.per_problem(record, "test", "pass@32"), [[0, 1, 1], [1, 1, 1]])
+  np.testing.assert_allclose(report.per_problem(record, "test", "distinct_correct"),
+                             [[0, 1, 3], [1, 1, 1]])
+  assert report.per_problem(record, "test", "pass@64") is None        # only 32 samples
+  assert report.per_problem(record, "test", "majority_vote") is None  # no answers
+  assert report.per_problem(record, "ood", "pass@1") is None          # split absent
+  assert report.value(record, "test", "distinct_correct").mean == pytest.approx(7 / 6)
 
 
-def test_overlapping_intervals_never_hold_a_difference():
-  a, b = _three(0.60, 0.05), _three(0.50, 0.05)   # intervals ±0.124 overlap
-  assert report.judge(a, b, ">") == report.FAILS
-  assert report.judge(b, a, "<") == report.FAILS
-  a = _three(0.90, 0.01)                            # 0.875..0.925 vs 0.376..0.624
-  assert report.judge(a, b, ">") == report.HOLDS and report.judge(b, a, "<") == report.HOLDS
-  assert report.judge(a, b, "<") == report.FAILS
+def test_old_records_are_refused_naming_the_key():
+  old = report.RunRecord("grpo-x", "multiplication", "GRPO", None, {},
+                         [{"step": 0, "test": {"seeds": [{"pass_at_k": {"1": 0.5}}]}}], [])
+  with pytest.raises(ValueError, match="'grpo-x'.*step 0.*'test'.*'per_problem'.*rerun with "
+                                       "this version"):
+    report.require_per_problem([old])
 
 
-def test_margins_apply_to_the_whole_intervals():
-  a, b = _three(5.0, 0.1), _three(2.5, 0.1)         # a - b ranges over 2.5 ± 0.497
-  assert report.judge(a, b, ">", 2.0) == report.HOLDS   # 2.003 > 2
-  assert report.judge(a, b, ">", 2.1) == report.FAILS
-  assert report.judge(b, a, ">", -3.0) == report.HOLDS  # b - a >= -2.997
-  assert report.judge(a, b, "within", 3.0) == report.HOLDS
-  assert report.judge(a, b, "within", 2.9) == report.FAILS  # 2.997 > 2.9
-  # Equal means, wide intervals: "within" a small margin fails.
-  assert report.judge(_three(0.5, 0.05), _three(0.5, 0.05), "within", 0.03) == report.FAILS
-  assert report.judge(_three(0.5, 0.001), _three(0.5, 0.001), "within", 0.03) == report.HOLDS
-  with pytest.raises(ValueError, match="relation must be one of"):
-    report.judge(a, b, ">=")
-
-
-def _rows(seeds):
-  """Rows Base / GRPO / Poly-EPO of one domain from per-seed (dc, pass@1, pass@32) lists."""
-  def record(dc, p1, p32):
-    per_seed = [{"distinct_correct_strategies": d, "pass_at_k": {"1": x, "32": y}}
-                for d, x, y in zip(dc, p1, p32)]
-    return {"step": 100, "test": {"seeds": per_seed}, "ood": {"seeds": per_seed}}
-  return {label: {"record": record(*values), "note": ""} for label, values in seeds.items()}
+def test_saturated_rates_are_marked():
+  assert report.saturated("pass@32", 0.98) and report.saturated("pass@1", 0.02)
+  assert report.saturated("majority_vote", 0.995)
+  assert not report.saturated("pass@32", 0.979) and not report.saturated("pass@1", 0.5)
+  assert not report.saturated("distinct_correct", 1.0)   # a count, not a rate
+  assert report._cell(report.stats.Interval(0.99, 0.98, 1.0), "pass@64") == \
+      "0.990 [0.980, 1.000]†"
+  assert report._cell(report.stats.Interval(0.5, 0.4, 0.6), "pass@1") == "0.500 [0.400, 0.600]"
+  assert report._cell(None, "pass@1") == "–"
 
 
 def test_claims_from_constructed_records():
-  strong = _rows({"Base": (_three(4.8, 0.01), _three(0.60, 0.001), _three(0.90, 0.001)),
-                  "GRPO": (_three(1.5, 0.01), _three(0.70, 0.001), _three(0.80, 0.001)),
-                  "Poly-EPO": (_three(4.9, 0.01), _three(0.69, 0.001), _three(0.95, 0.001))})
-  lines = report.claims(strong)
+  lines = report.claims(_rows({"Base": BASE, "GRPO": GRPO, "Poly-EPO": POLY}))
   assert len(lines) == 6 and all(l.endswith("**holds**") for l in lines), lines
-  # The same means from one seed each: nothing is judged.
-  one = _rows({label: tuple([v[1]] for v in values) for label, values in
-               {"Base": ((4.8,) * 3, (0.6,) * 3, (0.9,) * 3),
-                "GRPO": ((1.5,) * 3, (0.7,) * 3, (0.8,) * 3),
-                "Poly-EPO": ((4.9,) * 3, (0.69,) * 3, (0.95,) * 3)}.items()})
-  lines = report.claims(one)
-  assert len(lines) == 6 and all("**not judged**" in l for l in lines), lines
-  # Wide intervals: the same means, overlapping intervals, nothing holds.
-  wide = _rows({"Base": (_three(4.8, 2.0), _three(0.60, 0.2), _three(0.90, 0.2)),
-                "GRPO": (_three(1.5, 2.0), _three(0.70, 0.2), _three(0.80, 0.2)),
-                "Poly-EPO": (_three(4.9, 2.0), _three(0.69, 0.2), _three(0.95, 0.2))})
-  assert all(l.endswith("**does not hold**") for l in report.claims(wide))
+  # Poly-EPO - GRPO = 3 distinct correct strategies on every problem: [3, 3] > 2.
+  assert "difference +3.000 [+3.000, +3.000]" in lines[2]
+  # The same values from one seed each: nothing is judged.
+  one = report.claims(_rows({"Base": BASE, "GRPO": GRPO, "Poly-EPO": POLY}, seeds=1))
+  assert len(one) == 6 and all("**not judged** (fewer than 2 seeds)" in l for l in one), one
+
+
+def test_claims_on_identical_rows():
+  """Three identical rows: every difference is exactly 0."""
+  lines = report.claims(_rows({"Base": POLY, "GRPO": POLY, "Poly-EPO": POLY}))
+  verdicts = [l.rsplit("→ ", 1)[1] for l in lines]
+  assert verdicts[0] == "**does not hold**"    # GRPO below Base: high 0 is not < 0
+  assert verdicts[1] == "**holds**"            # keeps them: 0 > -0.5
+  assert verdicts[2] == "**does not hold**"    # exceeds by 2
+  # pass@32 is 1 for both (every problem has a correct sample): saturated, and said so.
+  for line in lines[3:5]:
+    assert "**does not hold** (both saturated" in line, line
+  assert lines[5].endswith("**holds**")        # pass@1 within 3 points
+
+
+def test_claims_need_the_three_rows():
+  assert report.claims(_rows({"Base": BASE, "GRPO": GRPO})) == [
+      "- (needs Base, GRPO and Poly-EPO runs)"]

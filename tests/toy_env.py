@@ -49,6 +49,7 @@ class ChoiceEnv:
   vocab_size = STRATEGY0 + NUM_STRATEGIES
   pad_id, eos_id = PAD, EOS
   max_response_len = 2
+  hold_out = False  # four problems: nothing to hold out
 
   def __init__(self, solves=SOLVES):
     self.solves = np.asarray(solves, np.float32)

@@ -48,6 +48,7 @@ class KitEnv:
   strategies: Tuple[strategy_lib.Strategy, ...]
   render_separator = " "
   answer_marker = "#"
+  hold_out = True
 
   def __init_subclass__(cls, **kwargs):
     super().__init_subclass__(**kwargs)

@@ -47,9 +47,15 @@ from the problem. The work itself is never checked for reward.
 **Length.** `max_response_len` defaults to the longest correct trace over all
 problems (64 for 2 x 2: place_value's 63 tokens with EOS, e.g. 99 * 99).
 
-**Params** (`problems.MultiplicationParams`): every digit is uniform in
-[min_digit, max_digit]; default 0..9, and `ood_params` 5..9, where every partial
-product carries and the short shortcuts (factor_out, halve_double) rarely apply.
+**Params** (`problems.MultiplicationParams`): a factor is *large* from
+leading digit `large_from` (5: 50 or more). Training (`default_params`): at most
+one large factor, uniform over those 5,600 of the 8,100 2 x 2 problems, of
+which `polyepo.splits` holds a quarter out for `validation` and `test` by hash.
+**OOD** (`ood_params`, `both_large`): both factors 50..99, the 2,500 problems
+training never shows. Every factor occurs in training, but never two large
+ones together: the partial products of long multiplication (87*90), the
+squares of difference_of_squares and the products themselves are larger than
+any training problem's.
 """
 
 from envs.multiplication.env import Multiplication

@@ -173,7 +173,7 @@ class Multiplication(env_lib.KitEnv):
     return problems_lib.ood_params()
 
   def sample_problems(self, key, params, batch_size: int):
-    """`batch_size` problems; each digit uniform in [min_digit, max_digit]."""
+    """`batch_size` problems; see `MultiplicationParams`."""
     return problems_lib.sample(key, params, batch_size, self.digits_a, self.digits_b)
 
   def prompt_tokens(self, problems):

@@ -1,7 +1,7 @@
 """Integer roots of quadratics and cubics, solved by eight different algorithms.
 
 A problem is a polynomial `a (x - r1) (x - r2) [(x - r3)]` with integer roots
-`|r_i| <= root_range` and leading coefficient `1 <= a <= lead_range`, given
+`|r_i| <= root_range` and leading coefficient `min_lead <= a <= lead_range`, given
 expanded: the prompt is `2x²+-10x+12=0` (every power down to x⁰, `+-` for minus).
 A response is a sequence of steps separated by `;`, then the answer marker `#`,
 the roots and EOS (`$`). Numbers are a digit run with an optional `-` token in
@@ -56,16 +56,18 @@ and EOS are exactly `degree` comma-separated well-formed numbers, and they equal
 the sorted roots stored in the problem (checked from the problem; the work is
 never compared to a reference).
 
-**Params** (`problems.PolynomialParams`): `root_range`, `lead_range`,
+**Params** (`problems.PolynomialParams`): `root_range`, `min_lead` and
+`lead_range` (the leading coefficient is uniform in [min_lead, lead_range]),
 `cubic_prob`, and `structured_prob` (the share of cubics drawn with a ±s root
 pair or roots in arithmetic progression, half each, so grouping and
-depressed_cubic get a fair number of problems). Defaults: roots in [-4, 4],
-leading coefficient 1..2, a quarter cubics, within the static bounds
-|root| <= 6, a <= 3 that size prompts and candidate lists. **OOD**
-(`ood_params`): all cubics, roots in [-6, 6], leading coefficient 1..3,
-structured_prob 0.5: quadratic_formula, complete_square and vieta_pairs never
-apply, the searches often run past the budget, and factoring a cubic by
-inspection, grouping and the depressed cubic carry the split.
+depressed_cubic get a fair number of problems). Training (`default_params`):
+roots in [-6, 6], leading coefficient 1..3, 30% cubics: 1,638 distinct
+problems, of which `polyepo.splits` holds a quarter out for `validation` and
+`test` by hash. **OOD** (`ood_params`): leading coefficient 4..5, above any
+training problem's, all cubics, structured_prob 0.5: larger coefficients
+throughout, quadratic_formula, complete_square and vieta_pairs never apply, the
+searches often run past the budget. The static bounds |root| <= 6, a <= 5 size
+prompts and candidate lists.
 """
 
 from envs.polynomial_roots.env import PolynomialRoots

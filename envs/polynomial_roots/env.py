@@ -187,7 +187,7 @@ class PolynomialRoots(env_lib.KitEnv):
   strategies = STRATEGIES
   render_separator = ":  "
 
-  def __init__(self, max_root: int = 6, max_lead: int = 3, max_response_len: int = 64):
+  def __init__(self, max_root: int = 6, max_lead: int = 5, max_response_len: int = 64):
     if not 1 <= max_root <= 9:
       raise ValueError(f"max_root must be in 1..9, got {max_root!r}.")
     if not 1 <= max_lead <= 9:
@@ -215,8 +215,10 @@ class PolynomialRoots(env_lib.KitEnv):
   def sample_problems(self, key, params, batch_size: int) -> problems_lib.PolynomialProblems:
     """`batch_size` problems drawn as described in `PolynomialParams`."""
     params = jax.tree_util.tree_map(jnp.asarray, params)
+    lead_range = jnp.clip(params.lead_range, 1, self.max_lead)
     params = params.replace(root_range=jnp.clip(params.root_range, 0, self.max_root),
-                            lead_range=jnp.clip(params.lead_range, 1, self.max_lead))
+                            min_lead=jnp.clip(params.min_lead, 1, lead_range),
+                            lead_range=lead_range)
     degree, coeffs, roots = problems_lib.sample(key, params, batch_size)
     return problems_lib.PolynomialProblems(degree=degree, coeffs=coeffs, roots=roots)
 

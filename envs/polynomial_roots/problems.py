@@ -23,12 +23,14 @@ class PolynomialParams:
 
   Attributes:
     root_range: i32[]: roots are uniform in [-root_range, root_range].
-    lead_range: i32[]: the leading coefficient is uniform in [1, lead_range].
+    min_lead: i32[]: the leading coefficient is uniform in [min_lead, lead_range].
+    lead_range: i32[]: the largest leading coefficient.
     cubic_prob: f32[]: probability that a problem is a cubic.
     structured_prob: f32[]: probability that a cubic has a ±s root pair or
       roots in arithmetic progression (half each) rather than free roots.
   """
   root_range: jnp.ndarray
+  min_lead: jnp.ndarray
   lead_range: jnp.ndarray
   cubic_prob: jnp.ndarray
   structured_prob: jnp.ndarray
@@ -49,23 +51,25 @@ class PolynomialProblems:
   roots: jnp.ndarray
 
 
-# ---------------------------------------------------------------------------
-# Grammars -> one DFA over symbols (host side, once).
-
+TRAIN_MAX_LEAD = 3
+"""The largest leading coefficient of the training distribution."""
 
 
 def default_params(max_root: int, max_lead: int) -> PolynomialParams:
-  """Roots in [-4, 4], leading coefficient 1..2, a quarter cubics."""
-  return PolynomialParams(root_range=jnp.int32(min(4, max_root)),
-                          lead_range=jnp.int32(min(2, max_lead)),
-                          cubic_prob=jnp.float32(0.25),
+  """Roots in [-6, 6], leading coefficient 1..3, 30% cubics."""
+  return PolynomialParams(root_range=jnp.int32(min(6, max_root)),
+                          min_lead=jnp.int32(1),
+                          lead_range=jnp.int32(min(TRAIN_MAX_LEAD, max_lead)),
+                          cubic_prob=jnp.float32(0.3),
                           structured_prob=jnp.float32(0.3))
 
 
 def ood_params(max_root: int, max_lead: int) -> PolynomialParams:
-  """All cubics, roots and leading coefficient up to the static bounds, half of
-  them structured: the quadratic strategies never apply, the searches run long."""
+  """Leading coefficients above the training range (4 up to the static bound),
+  all cubics, half of them structured: coefficients larger than any training
+  problem's, the quadratic strategies never apply, the searches run long."""
   return PolynomialParams(root_range=jnp.int32(max_root),
+                          min_lead=jnp.int32(min(TRAIN_MAX_LEAD + 1, max_lead)),
                           lead_range=jnp.int32(max_lead),
                           cubic_prob=jnp.float32(1.0),
                           structured_prob=jnp.float32(0.5))
@@ -119,7 +123,8 @@ def _sample_one(params, u, free, pair, s):
   """
   rng = params.root_range
   cubic = u[0] < params.cubic_prob
-  a = 1 + jnp.floor(u[1] * params.lead_range).astype(jnp.int32)
+  a = params.min_lead + jnp.floor(
+      u[1] * (params.lead_range - params.min_lead + 1)).astype(jnp.int32)
   structured = cubic & (u[2] < params.structured_prob)
   h = free[1]
   e = jnp.floor(u[3] * (rng - jnp.abs(h) + 1)).astype(jnp.int32)

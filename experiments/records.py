@@ -1,0 +1,208 @@
+"""The run records a report reads, and the per-problem values in them.
+
+  runs = records.load_runs(["runs/sweeps/headline"])
+  rows = records.select_rows(runs, "multiplication")   # {row label: final record, run}
+  records.per_problem(rows["GRPO"]["record"], "test", "pass@32")   # f64[seeds, problems]
+
+`experiments.report` (tables, claims, summary.json) and `experiments.plots`
+share these; `experiments.stats` turns the per-problem values into intervals.
+"""
+
+import functools
+import json
+import os
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence
+
+import numpy as np
+
+from experiments import stats
+
+SPLITS = ("validation", "test", "ood")   # those present in the records are reported
+# Metrics (named as in summary.json) -> the per-problem list they are the mean of;
+# "pass@k" is computed from "num_correct".
+PER_PROBLEM_KEYS = {"distinct_correct": "distinct_correct", "distinct": "distinct",
+                    "distinct_correct_families": "distinct_correct_families",
+                    "branch_point": "branch_point", "majority_vote": "majority_vote"}
+DISCOVERY_SHARE = 0.01  # a strategy is discovered once this share of rollouts is correct with it
+RARE_SHARE = 0.01       # a strategy is rare under this share of the base model's test samples
+ORDER = ("Base", "GRPO", "Dr. GRPO", "Reward shaping", "Poly-EPO")
+COLORS = {"Base": "0.45", "GRPO": "tab:red", "Dr. GRPO": "tab:pink",
+          "Reward shaping": "tab:orange", "Poly-EPO": "tab:blue",
+          "Poly-EPO (correct-only diversity)": "tab:purple"}
+DOMAIN_TITLES = {"multiplication": "Multiplication", "polynomial_roots": "Polynomial roots"}
+
+
+class RunRecord(NamedTuple):
+  """What a finished (or partial) run directory holds: its config and records."""
+  name: str
+  domain: str
+  algorithm: str           # table row label
+  lam: Optional[float]     # reward shaping's λ
+  config: Dict[str, Any]
+  evals: List[Dict[str, Any]]   # eval.jsonl records, by step
+  train: List[Dict[str, Any]]   # train.jsonl records, by step
+
+
+def algorithm_label(config: Dict[str, Any]) -> str:
+  """The row label of a run's config."""
+  t = config["train"]
+  if t["estimator"] == "grpo":
+    return "GRPO" if t["normalize"] else "Dr. GRPO"
+  if t["estimator"] == "reward_shaping":
+    return "Reward shaping"
+  names = {"polychromic": "Poly-EPO",
+           "polychromic_correct_only": "Poly-EPO (correct-only diversity)",
+           "pass_at_n": "Set RL pass@n", "mean_reward": "Set RL mean reward", "srl": "Set RL f_srl"}
+  label = names.get(t["objective"], f"Set RL {t['objective']}")
+  return label if t["estimator"] == "set_rl" else f"{t['estimator']} {label}"
+
+
+def _read_jsonl(path: str) -> List[Dict[str, Any]]:
+  """`writers.read_jsonl`, or [] for a missing file."""
+  from polyepo import writers  # pylint: disable=g-import-not-at-top
+  return writers.read_jsonl(path) if os.path.exists(path) else []
+
+
+def load_runs(sweep_dirs: Sequence[str]) -> List[RunRecord]:
+  """Every run directory (with an evaluation) under the sweep directories, by name."""
+  runs = []
+  for sweep_dir in sweep_dirs:
+    root = os.path.join(sweep_dir, "runs")
+    if not os.path.isdir(root):
+      raise FileNotFoundError(f"{sweep_dir!r} is not a sweep directory (no runs/ inside).")
+    for name in sorted(os.listdir(root)):
+      workdir = os.path.join(root, name)
+      evals = _read_jsonl(os.path.join(workdir, "eval.jsonl"))
+      if not evals or not os.path.exists(os.path.join(workdir, "config.json")):
+        continue
+      with open(os.path.join(workdir, "config.json")) as f:
+        config = json.load(f)
+      lam = config["train"]["lam"] if config["train"]["estimator"] == "reward_shaping" else None
+      runs.append(RunRecord(name, config["domain"], algorithm_label(config), lam, config,
+                            evals, _read_jsonl(os.path.join(workdir, "train.jsonl"))))
+  if not runs:
+    raise FileNotFoundError(f"No run with an evaluation under {', '.join(sweep_dirs)}.")
+  return runs
+
+
+def is_complete(run: RunRecord) -> bool:
+  return run.evals[-1]["step"] == run.config["train"]["num_steps"]
+
+
+# -- per-problem values ---------------------------------------------------------
+
+
+def require_per_problem(runs: Sequence[RunRecord]) -> None:
+  """Raises ValueError naming the first eval record without per-problem values."""
+  for run in runs:
+    for record in run.evals:
+      for split in SPLITS:
+        for seed in record.get(split, {}).get("seeds", []):
+          if "per_problem" not in seed:
+            raise ValueError(
+                f"run {run.name!r}: eval.jsonl step {record['step']}, split {split!r} has "
+                f"no key 'per_problem' (the per-problem values the bootstrap resamples); "
+                f"it was written by an older version: rerun with this version.")
+
+
+def per_problem(record: Dict[str, Any], split: str, name: str) -> Optional[np.ndarray]:
+  """f64[S, P]: metric `name` on each problem, per seed, of an eval record's split.
+
+  `name` is "pass@k" (unbiased, from each problem's correct samples) or a key of
+  PER_PROBLEM_KEYS. None where it was not evaluated: the split is absent, k
+  exceeds the samples drawn, or no answers exist (majority vote).
+  """
+  if split not in record:
+    return None
+  rows = []
+  for seed in record[split]["seeds"]:
+    values = seed["per_problem"]
+    if name.startswith("pass@"):
+      k, num_samples = int(name[len("pass@"):]), int(seed["num_samples"])
+      if k > num_samples:
+        return None
+      rows.append(stats.pass_at_k(num_samples, values["num_correct"], k))
+    elif PER_PROBLEM_KEYS[name] in values:
+      rows.append(np.asarray(values[PER_PROBLEM_KEYS[name]], float))
+    else:
+      return None
+  return np.stack(rows)
+
+
+def value(record: Dict[str, Any], split: str, name: str) -> Optional[stats.Interval]:
+  """Mean and 95% bootstrap interval of a metric in an eval record (None: not evaluated)."""
+  values = per_problem(record, split, name)
+  return None if values is None else stats.interval(values)
+
+
+def num_seeds(record: Dict[str, Any], split: str) -> int:
+  return len(record[split]["seeds"])
+
+
+def select_rows(runs: List[RunRecord], domain: str) -> Dict[str, Dict[str, Any]]:
+  """{row label: {"record": eval record, "run": RunRecord, "note": str}} of one domain.
+
+  Base is the step-0 evaluation of the first complete run (all runs of a domain
+  start from the same base model and evaluate it with the same keys). Among
+  several reward-shaping runs the best λ by final test pass@32 is kept (pass@k at
+  the largest k evaluated when fewer than 32 samples were drawn; ties: smallest λ).
+  """
+  runs = [r for r in runs if r.domain == domain and is_complete(r)]
+  rows = {}
+  if not runs:
+    return rows
+  base_source = next((r for r in runs if r.algorithm == "GRPO"), runs[0])
+  rows["Base"] = {"record": base_source.evals[0], "run": base_source, "note": "step 0"}
+  by_label: Dict[str, List[RunRecord]] = {}
+  for run in runs:
+    by_label.setdefault(run.algorithm, []).append(run)
+  for label, group in by_label.items():
+    if label == "Reward shaping" and len(group) > 1:
+      k = min(32, min(int(r.evals[-1]["test"]["mean"]["num_samples"]) for r in group))
+      def score(run):
+        return per_problem(run.evals[-1], "test", f"pass@{k}").mean()
+      best = max(sorted(group, key=lambda r: r.lam), key=score)  # ties: the smallest λ
+      note = (f"λ={best.lam:g}, best test pass@{k} of λ = "
+              + ", ".join(f"{l:g}" for l in sorted({r.lam for r in group})))
+      rows[label] = {"record": best.evals[-1], "run": best, "note": note}
+    else:
+      note = f"λ={group[0].lam:g}" if group[0].lam is not None else ""
+      if len(group) > 1:
+        note = (note + "; " if note else "") + f"{len(group)} runs, first shown ({group[0].name})"
+      rows[label] = {"record": group[0].evals[-1], "run": group[0], "note": note}
+  ordered = {k: rows[k] for k in ORDER if k in rows}
+  ordered.update({k: v for k, v in sorted(rows.items()) if k not in ordered})
+  return ordered
+
+
+@functools.lru_cache(maxsize=None)
+def _families(domain: str, env_json: str) -> Dict[str, str]:
+  import envs  # pylint: disable=g-import-not-at-top
+  env, _ = envs.make(domain, **json.loads(env_json))
+  return dict(zip(env.strategy_names, env.strategy_families))
+
+
+def strategy_families(run: RunRecord) -> Dict[str, str]:
+  """{strategy name: family} of a run's domain (`env.strategy_families`)."""
+  return _families(run.domain, json.dumps(run.config.get("env", {}), sort_keys=True))
+
+
+def rare_strategies(rows: Dict[str, Dict[str, Any]]) -> List[str]:
+  """Strategies with under RARE_SHARE of the base model's `test` samples (DEGENERATE aside)."""
+  share = rows["Base"]["record"]["test"]["mean"]["strategy_share"]
+  return [n for n, s in share.items() if n != "DEGENERATE" and s < RARE_SHARE]
+
+
+def discovery_steps(run: RunRecord, names: Sequence[str]) -> Optional[Dict[str, Optional[int]]]:
+  """{strategy: first training step at which DISCOVERY_SHARE of the rollouts (seed
+  mean) are correct and follow it, None if never}; None when the run's train.jsonl
+  has no `correct_strategy_share`."""
+  train = [r for r in run.train if "correct_strategy_share" in r]
+  if not train:
+    return None
+  out = {}
+  for s, name in enumerate(names):
+    out[name] = next((r["step"] for r in train
+                      if s < len(r["correct_strategy_share"])
+                      and r["correct_strategy_share"][s] >= DISCOVERY_SHARE), None)
+  return out

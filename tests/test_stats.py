@@ -1,0 +1,97 @@
+"""The bootstrap and the claim rule (experiments.stats) on hand-worked cases."""
+
+import numpy as np
+import pytest
+
+from experiments import stats
+
+
+def test_pass_at_k_hand_values():
+  # n = 4, k = 2: 1 - C(4 - c, 2) / C(4, 2) = 1 - {6, 3, 1, 0, 0} / 6.
+  np.testing.assert_allclose(stats.pass_at_k(4, [0, 1, 2, 3, 4], 2),
+                             [0.0, 0.5, 5 / 6, 1.0, 1.0])
+  np.testing.assert_allclose(stats.pass_at_k(8, [[0, 3]], 1), [[0.0, 3 / 8]])
+  assert stats.pass_at_k(64, [1], 64)[0] == 1.0
+  with pytest.raises(ValueError, match=r"k must be in \[1, num_samples=4\], got 5"):
+    stats.pass_at_k(4, [1], 5)
+
+
+def test_constant_values_have_a_zero_width_interval():
+  assert stats.interval(np.full((3, 5), 0.25)) == (0.25, 0.25, 0.25)
+
+
+def test_one_problem_different_hand_worked():
+  """x = [1, 0, 0, 0] (the same on both seeds): a replicate's mean is (number of
+  draws of problem 0) / 4, a Binomial(4, 1/4) / 4 with P(<= 0) = 0.316,
+  P(<= 2) = 0.949, P(<= 3) = 0.996, so the 2.5th and 97.5th percentiles are 0
+  and 3/4."""
+  x = np.array([[1.0, 0, 0, 0], [1.0, 0, 0, 0]])
+  assert stats.interval(x) == (0.25, 0.0, 0.75)
+  # Against a run of zeros on the same problems: the same interval for a - b.
+  d = stats.difference_interval(x, np.zeros((2, 4)))
+  assert d == (0.25, 0.0, 0.75)
+  zeros = np.zeros((2, 4))
+  assert stats.judge(x, zeros, ">").verdict == stats.FAILS          # low 0 is not > 0
+  assert stats.judge(x, zeros, ">", -0.01).verdict == stats.HOLDS
+  assert stats.judge(x, zeros, "<", 0.8).verdict == stats.HOLDS     # high 0.75 < 0.8
+  assert stats.judge(x, zeros, "<", 0.75).verdict == stats.FAILS
+  assert stats.judge(x, zeros, "within", 0.75).verdict == stats.HOLDS
+  assert stats.judge(x, zeros, "within", 0.7).verdict == stats.FAILS
+  assert stats.judge(zeros, x, "<").verdict == stats.FAILS          # high of b - a is 0
+  assert stats.judge(zeros, x, "<", 0.01).verdict == stats.HOLDS
+
+
+def test_seeds_are_resampled_hand_worked():
+  """Seed 0 scores 0 and seed 1 scores 1 on every problem: a replicate's mean is
+  (draws of seed 1) / 2 in {0, 1/2, 1} with probabilities 1/4, 1/2, 1/4."""
+  x = np.array([[0.0] * 6, [1.0] * 6])
+  assert stats.interval(x) == (0.5, 0.0, 1.0)
+
+
+def test_identical_runs_differ_by_exactly_zero_only_when_paired():
+  x = np.array([[0.0, 1.0, 0.5, 0.25, 1.0, 0.0, 0.75, 0.5]])
+  assert stats.difference_interval(x, x) == (0.0, 0.0, 0.0)
+  two = np.repeat(x, 2, axis=0)   # seeds that agree: resampling them changes nothing
+  assert stats.difference_interval(two, two) == (0.0, 0.0, 0.0)
+  unpaired = stats.difference_interval(x, x, paired=False)
+  assert unpaired.mean == 0.0 and unpaired.low < -0.1 and unpaired.high > 0.1
+
+
+def test_paired_interval_is_narrower_on_correlated_runs():
+  """Both runs see the same 50 problems whose difficulty varies a lot; a is b +
+  0.05 plus a little noise. Pairing cancels the difficulty: its interval is
+  narrow and excludes 0; the unpaired one is several times wider and does not."""
+  rng = np.random.default_rng(1)
+  difficulty = rng.uniform(0, 1, size=50)
+  a = difficulty + 0.05 + 0.02 * rng.standard_normal((3, 50))
+  b = difficulty + 0.02 * rng.standard_normal((3, 50))
+  paired = stats.difference_interval(a, b)
+  unpaired = stats.difference_interval(a, b, paired=False)
+  assert paired.high - paired.low < 0.25 * (unpaired.high - unpaired.low)
+  assert paired.low > 0 > unpaired.low
+  assert stats.judge(a, b, ">").verdict == stats.HOLDS
+
+
+def test_one_seed_is_never_judged():
+  one, three = np.ones((1, 4)), np.zeros((3, 4))
+  for a, b in ((one, np.zeros((1, 4))), (one, three), (np.ones((3, 4)), three[:1])):
+    for relation, margin in ((">", 0.0), ("<", 2.0), ("within", 5.0), (">", -10.0)):
+      assert stats.judge(a, b, relation, margin).verdict == stats.UNJUDGED
+  # Two seeds a side are judged.
+  assert stats.judge(np.ones((2, 4)), np.zeros((2, 4)), ">").verdict == stats.HOLDS
+
+
+def test_bad_inputs_name_the_problem():
+  with pytest.raises(ValueError, match="the same problems on both sides: a has 4 problems, "
+                                       "b has 5"):
+    stats.difference_interval(np.zeros((2, 4)), np.zeros((2, 5)))
+  with pytest.raises(ValueError, match=r"values must be f\[seeds, problems\]"):
+    stats.interval(np.zeros(4))
+  with pytest.raises(ValueError, match="relation must be one of '>', '<', 'within'"):
+    stats.judge(np.zeros((2, 4)), np.zeros((2, 4)), ">=")
+
+
+def test_intervals_are_deterministic():
+  x = np.random.default_rng(3).uniform(size=(3, 40))
+  assert stats.interval(x) == stats.interval(x.copy())
+  assert stats.difference_interval(x, x[::-1]) == stats.difference_interval(x, x[::-1])
