@@ -3,7 +3,7 @@ r"""Shared base of the RL configs (grpo.py, reward_shaping.py, poly_epo.py, pass
 The config string picks the domain and the size:
   --config=configs/poly_epo.py:domain=polynomial_roots,size=smoke
   size=smoke    seconds; used by the tests
-  size=default  the main job: about 15 minutes on a 2-core CPU, base model included
+  size=default  the main job: about 20 minutes on a 2-core CPU, base model included
   size=paper    N=32 samples, sets of n=8, longer training
 Any field can be overridden: --config.train.learning_rate=3e-5.
 
