@@ -185,9 +185,6 @@ def corpus_batch(env, env_params, key: jax.Array, batch_size: int,
   return env.prompt_tokens(problems), responses, mask, strategies
 
 
-STAGES = ("competence", "preference")
-
-
 class Stage(NamedTuple):
   """One stage's schedule (its corpus is described in the module docstring)."""
   num_steps: int
