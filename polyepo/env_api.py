@@ -82,6 +82,17 @@ class Env(Protocol):
     reward comes from the problem, never from comparing the work to a trace.
     """
 
+  def step_boundaries(self, responses):
+    """bool[B, T]: True at the token positions where a new reasoning step starts.
+
+    Optional: only Poly-PPO's vine sampling (`polyepo.vines`) needs it, and
+    training refuses a config with vines for an env without it. Position 0 (the
+    prompt, always a rollout state) and positions at or after the first EOS
+    are False; a boundary t names the state "prompt + response[:t]" that a
+    vine continues. The kit's domains start a step after each `;` and at the
+    answer marker `#` (`envs.kit.env.KitEnv.step_boundaries`).
+    """
+
   def answers(self, problems: Problems, responses):
     """i32[B]: an id of each response's final answer, -1 for none.
 

@@ -305,7 +305,8 @@ class Transformer(nn.Module):
   config: TransformerConfig
 
   @nn.compact
-  def __call__(self, tokens, positions, attn_mask, kv=None, index=None):
+  def __call__(self, tokens, positions, attn_mask, kv=None, index=None,
+               return_features=False):
     """Logits of every position.
 
     Args:
@@ -315,9 +316,11 @@ class Transformer(nn.Module):
       kv: None, or per layer a (keys f32[B * KV, D, S], values
         f32[B * KV, S, D]) pair.
       index: i32[], first slot written in `kv`.
+      return_features: also return the final normalised hidden states (static).
 
     Returns:
-      (logits f32[B, T, V], per-layer (keys, values)).
+      (logits f32[B, T, V], per-layer (keys, values)), and with
+      return_features the features f32[B, T, d] the head reads.
     """
     cfg = self.config
     x = nn.Embed(cfg.vocab_size, cfg.width, name="embed")(tokens)
@@ -329,6 +332,8 @@ class Transformer(nn.Module):
       new_kv.append(layer_kv)
     x = nn.RMSNorm(name="norm_out")(x)
     logits = nn.Dense(cfg.vocab_size, use_bias=False, name="head", **_dense_kwargs(cfg))(x)
+    if return_features:
+      return logits, tuple(new_kv), x
     return logits, tuple(new_kv)
 
 
@@ -426,8 +431,8 @@ def repeat_cache(cache: KVCache, repeats: int) -> KVCache:
 
 
 def forward_cached(params, config: TransformerConfig, tokens: jax.Array,
-                   cache: KVCache, mask: Optional[jax.Array] = None
-                   ) -> Tuple[jax.Array, KVCache]:
+                   cache: KVCache, mask: Optional[jax.Array] = None,
+                   return_features: bool = False):
   """Logits of T new tokens that follow the cached ones; updates the cache.
 
   Used both to prefill a prompt (T = P, empty cache) and to decode (T = 1).
@@ -440,9 +445,11 @@ def forward_cached(params, config: TransformerConfig, tokens: jax.Array,
     tokens: i32[B, T].
     cache: KVCache of capacity S.
     mask: bool[B, T], True for real tokens (default: all real).
+    return_features: also return the final hidden states (static).
 
   Returns:
-    (logits f32[B, T, V], the cache with the T tokens appended).
+    (logits f32[B, T, V], the cache with the T tokens appended), and with
+    return_features the final normalised hidden states f32[B, T, d] third.
   """
   _checks.rank("tokens", tokens, 2)
   if mask is None:
@@ -454,15 +461,18 @@ def forward_cached(params, config: TransformerConfig, tokens: jax.Array,
   causal = jnp.arange(cache.capacity)[None, :] <= query_slot[:, None]  # [T, S]
   attn_mask = causal[None] & slot_mask[:, None, :]
   kv = tuple(zip(cache.keys, cache.values))
-  logits, new_kv = Transformer(config).apply(
+  outputs = Transformer(config).apply(
       {"params": params}, tokens, positions_from_mask(mask, cache.length),
-      attn_mask, kv, cache.index)
+      attn_mask, kv, cache.index, return_features)
+  logits, new_kv = outputs[:2]
   new_cache = KVCache(
       keys=tuple(k for k, _ in new_kv),
       values=tuple(v for _, v in new_kv),
       mask=slot_mask,
       index=cache.index + t,
       length=cache.length + mask.sum(axis=1, dtype=jnp.int32))
+  if return_features:
+    return logits, new_cache, outputs[2]
   return logits, new_cache
 
 
@@ -512,3 +522,46 @@ def sequence_logprobs(params, config: TransformerConfig,
   logp = jax.nn.log_softmax(logits, axis=-1)
   logp = jnp.take_along_axis(logp, response_tokens[..., None], axis=-1)[..., 0]
   return jnp.where(response_mask, logp, 0.0)
+
+
+def sequence_logprobs_and_features(params, config: TransformerConfig,
+                                   prompt_tokens: jax.Array, response_tokens: jax.Array,
+                                   response_mask: jax.Array, samples_per_prompt: int = 1):
+  """`sequence_logprobs` and the hidden state each response token is predicted from.
+
+    features[r, t] = the final normalised hidden state at the position whose
+                     logits give logp[r, t]: the state "prompt + response[:t]"
+
+  A critic reading these gives V(s_t) for every token t (`polyepo.value_head`).
+  Always takes the cached path of `sequence_logprobs` (the prompt run once for
+  its N responses); the log-probs agree with `sequence_logprobs` to float rounding.
+
+  Args:
+    params, config, prompt_tokens, response_tokens, response_mask,
+    samples_per_prompt: as for `sequence_logprobs`.
+
+  Returns:
+    (logp f32[B * N, T], zero where response_mask is False;
+     features f32[B * N, T, d]).
+  """
+  _checks.rank("prompt_tokens", prompt_tokens, 2)
+  _checks.rank("response_tokens", response_tokens, 2)
+  _checks.same_shape("response_tokens", response_tokens, "response_mask", response_mask)
+  _checks.axis_size("response_tokens", response_tokens, 0,
+                    prompt_tokens.shape[0] * samples_per_prompt,
+                    "prompts x samples_per_prompt")
+  p = prompt_tokens.shape[1]
+  cache = init_cache(config, prompt_tokens.shape[0], p + response_tokens.shape[1])
+  prompt_logits, cache, prompt_features = forward_cached(
+      params, config, prompt_tokens, cache, prompt_tokens != config.pad_id,
+      return_features=True)
+  cache = repeat_cache(cache, samples_per_prompt)
+  response_logits, _, response_features = forward_cached(
+      params, config, response_tokens[:, :-1], cache, response_mask[:, :-1],
+      return_features=True)
+  repeat = lambda x: jnp.repeat(x[:, -1:], samples_per_prompt, axis=0)
+  logits = jnp.concatenate([repeat(prompt_logits), response_logits], axis=1)
+  features = jnp.concatenate([repeat(prompt_features), response_features], axis=1)
+  logp = jax.nn.log_softmax(logits, axis=-1)
+  logp = jnp.take_along_axis(logp, response_tokens[..., None], axis=-1)[..., 0]
+  return jnp.where(response_mask, logp, 0.0), features

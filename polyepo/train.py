@@ -1,9 +1,14 @@
-"""RL post-training of the policy: GRPO, reward shaping and set RL (Poly-EPO).
+"""RL post-training of the policy: GRPO, reward shaping, set RL (Poly-EPO), PPO, Poly-PPO.
 
 One compiled step does all of it: sample B prompts -> N rollouts each -> reward
 and strategy label from the environment -> per-prompt advantages by the
 configured estimator -> μ epochs of the clipped policy-gradient loss over
-minibatches -> optax update. `make_train` returns pure functions:
+minibatches -> optax update. The critic estimators ("ppo", "poly_ppo") add a
+value head (`polyepo.value_head`) and token-level advantages: Poly-PPO also
+samples vines from rollout states of the N rollouts (`polyepo.vines`) and
+gives set advantages at those states, GAE elsewhere (`polyepo.poly_ppo`); the
+vines join their prompt's group, M = N + K·N_v responses. `make_train`
+returns pure functions:
 
   init(base_params, key) -> TrainState                 # the policy starts at the base model
   run_chunk(state, base_params) -> (state, metrics)   # `steps_per_chunk` steps in one lax.scan
@@ -27,10 +32,15 @@ from polyepo import _checks
 from polyepo import advantages as adv_lib
 from polyepo import losses, metrics
 from polyepo import model as model_lib
-from polyepo import objectives, sampling, splits
+from polyepo import objectives, poly_ppo, sampling, splits
+from polyepo import gae as gae_lib
+from polyepo import value_head as value_head_lib
+from polyepo import vines as vines_lib
 from polyepo.env_api import DEGENERATE
 
-ESTIMATORS = ("grpo", "reward_shaping", "set_rl")
+ESTIMATORS = ("grpo", "reward_shaping", "set_rl", "ppo", "poly_ppo")
+CRITIC_ESTIMATORS = ("ppo", "poly_ppo")  # a value head, GAE, token-level advantages
+SET_ESTIMATORS = ("set_rl", "poly_ppo")  # a set objective
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,14 +52,20 @@ class TrainConfig:
   this is the one place each default is written.
 
   Attributes:
-    estimator: "grpo", "reward_shaping" or "set_rl".
+    estimator: "grpo", "reward_shaping", "set_rl" (Poly-EPO with the
+      polychromic objective), "ppo" (GAE from a critic) or "poly_ppo" (set
+      advantages at rollout states, GAE elsewhere; note §6.1).
     normalize: grpo / reward_shaping: divide by the group's reward std (False
-      is Dr. GRPO); set_rl: standardise each prompt's marginal advantages.
+      is Dr. GRPO); set_rl: standardise each prompt's marginal advantages;
+      ppo / poly_ppo: standardise each set's advantages and the step's GAE
+      advantages (`polyepo.poly_ppo`).
     lam: reward-shaping weight λ >= 0.
-    objective: set objective name for set_rl (polychromic = Poly-EPO).
-    set_size: n, the set size for set_rl (1 <= n < N).
+    objective: set objective name for set_rl and poly_ppo (polychromic =
+      Poly-EPO / Poly-PPO).
+    set_size: n, the set size for set_rl and poly_ppo (1 <= n < N, and
+      n < vine_samples with vines).
     num_subsets: 0 for the exact all-subsets advantage (closed form where one
-      exists), else K sampled subsets.
+      exists), else K sampled subsets (of each set).
     prompts_per_step: B, prompts per step.
     samples_per_prompt: N, rollouts per prompt.
     temperature: rollout temperature.
@@ -61,6 +77,18 @@ class TrainConfig:
     eps_low, eps_high, aggregation, kl_coef: the clipped PG loss (polyepo.losses).
     num_steps: total RL steps.
     steps_per_chunk: steps per compiled chunk.
+    gamma, gae_lambda: ppo / poly_ppo: GAE's discount γ and λ, in [0, 1].
+    value_learning_rate: ppo / poly_ppo: Adam learning rate of the value head
+      (its own optimiser: the head starts from zero, the policy from the base).
+    value_clip: ppo / poly_ppo: ε of the clipped value loss (0: unclipped).
+    num_vine_states: poly_ppo: rollout states per prompt besides the prompt
+      (K; 0: set RL at the prompt only, GAE after its window).
+    vine_samples: poly_ppo: N_v continuations sampled from each rollout state
+      (n < N_v: the state's sets of n are drawn from its vines).
+    vine_window: poly_ppo: W >= 1, reasoning steps from a rollout state that
+      its set advantage covers (the note's window T).
+    vine_selection: poly_ppo: how rollout states are drawn among the step
+      boundaries (polyepo.vines.SELECTIONS: "uniform" or "early").
   """
   estimator: str = "set_rl"
   normalize: bool = True
@@ -83,6 +111,14 @@ class TrainConfig:
   kl_coef: float = 0.0
   num_steps: int = 100
   steps_per_chunk: int = 10
+  gamma: float = 1.0
+  gae_lambda: float = 0.95
+  value_learning_rate: float = 1e-3
+  value_clip: float = 0.2
+  num_vine_states: int = 2
+  vine_samples: int = 8
+  vine_window: int = 2
+  vine_selection: str = "uniform"
 
 
 def validate(config: TrainConfig) -> None:
@@ -109,7 +145,7 @@ def validate(config: TrainConfig) -> None:
   if not 0 <= config.eps_low < 1 or config.eps_high < 0:
     raise ValueError(f"need 0 <= eps_low < 1 and eps_high >= 0, got "
                      f"eps_low={config.eps_low}, eps_high={config.eps_high}.")
-  if config.estimator == "set_rl":
+  if config.estimator in SET_ESTIMATORS:
     _checks.one_of("objective", config.objective, tuple(objectives.OBJECTIVES))
     if config.objective in objectives.NEEDS_ANSWERS:
       raise ValueError(f"objective={config.objective!r} needs answer ids, which training "
@@ -117,13 +153,48 @@ def validate(config: TrainConfig) -> None:
     if not 1 <= config.set_size < N:
       raise ValueError(f"set_size must satisfy 1 <= set_size < samples_per_prompt={N}, "
                        f"got set_size={config.set_size}.")
-    total = math.comb(N, config.set_size)
-    if config.num_subsets < 0 or config.num_subsets > total:
-      raise ValueError(f"num_subsets must be 0 (all subsets) or 1..C(N, n) = {total}, "
-                       f"got {config.num_subsets}.")
-    if config.num_subsets == 0 and config.objective not in adv_lib.CLOSED_FORMS and total > 1 << 16:
-      raise ValueError(f"objective={config.objective!r} has no closed form and C(N, n) = "
-                       f"{total} subsets are too many to enumerate; set num_subsets.")
+    _check_subsets(config, N)
+  if config.estimator in CRITIC_ESTIMATORS:
+    for name in ("gamma", "gae_lambda"):
+      if not 0 <= getattr(config, name) <= 1:
+        raise ValueError(f"{name} must be in [0, 1], got {getattr(config, name)}.")
+    _checks.greater_than("value_learning_rate", config.value_learning_rate, 0)
+    _checks.at_least("value_clip", config.value_clip, 0)
+  if config.estimator == "poly_ppo":
+    _checks.at_least("num_vine_states", config.num_vine_states, 0)
+    _checks.at_least("vine_window", config.vine_window, 1)
+    _checks.one_of("vine_selection", config.vine_selection, vines_lib.SELECTIONS)
+    if config.num_vine_states and config.vine_samples <= config.set_size:
+      raise ValueError(
+          f"vine_samples must be > set_size={config.set_size} (a rollout state's sets of n "
+          f"are drawn from its vines; with vine_samples = n every vine's advantage is 0), "
+          f"got vine_samples={config.vine_samples}.")
+    if config.num_vine_states:
+      _check_subsets(config, config.vine_samples)
+
+
+def _check_subsets(config: TrainConfig, num_samples: int) -> None:
+  """num_subsets fits C(num_samples, n), and an exact advantage is affordable."""
+  total = math.comb(num_samples, config.set_size)
+  if config.num_subsets < 0 or config.num_subsets > total:
+    raise ValueError(f"num_subsets must be 0 (all subsets) or 1..C(N, n) = {total}, "
+                     f"got {config.num_subsets}.")
+  if config.num_subsets == 0 and config.objective not in adv_lib.CLOSED_FORMS and total > 1 << 16:
+    raise ValueError(f"objective={config.objective!r} has no closed form and C(N, n) = "
+                     f"{total} subsets are too many to enumerate; set num_subsets.")
+
+
+def validate_env(config: TrainConfig, env) -> None:
+  """Raises ValueError naming the field when the env cannot serve the estimator.
+
+  Poly-PPO's rollout states and windows are step boundaries: the env must
+  have `step_boundaries` (`polyepo.env_api.Env`).
+  """
+  if config.estimator == "poly_ppo" and not callable(getattr(env, "step_boundaries", None)):
+    raise ValueError(
+        f"estimator='poly_ppo' needs an env with step_boundaries (its rollout states and "
+        f"windows are reasoning-step boundaries); {type(env).__name__} has none. Choose a "
+        f"domain that marks its steps or another estimator.")
 
 
 class TrainState(NamedTuple):
@@ -134,9 +205,21 @@ class TrainState(NamedTuple):
 
 
 def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
+  """AdamW with linear warm-up and global-norm clipping for the policy.
+
+  With a critic (ppo, poly_ppo) the value head (`params["value_head"]`) has its
+  own clipped Adam at `value_learning_rate` (optax.multi_transform); the
+  policy's part is the same transformation as for the other estimators.
+  """
   schedule = optax.linear_schedule(0.0, config.learning_rate, max(config.warmup_steps, 1))
-  return optax.chain(optax.clip_by_global_norm(config.grad_clip),
-                     optax.adamw(schedule, weight_decay=config.weight_decay))
+  policy = optax.chain(optax.clip_by_global_norm(config.grad_clip),
+                       optax.adamw(schedule, weight_decay=config.weight_decay))
+  if config.estimator not in CRITIC_ESTIMATORS:
+    return policy
+  value = optax.chain(optax.clip_by_global_norm(config.grad_clip),
+                      optax.adam(config.value_learning_rate))
+  labels = lambda params: {k: "value" if k == value_head_lib.KEY else "policy" for k in params}
+  return optax.multi_transform({"policy": policy, "value": value}, labels)
 
 
 def group_advantages(config: TrainConfig, rewards: jax.Array, labels: jax.Array,
@@ -151,6 +234,14 @@ def group_advantages(config: TrainConfig, rewards: jax.Array, labels: jax.Array,
       config.objective, rewards, labels, set_size=config.set_size,
       num_subsets=config.num_subsets or None, key=key)
   return adv_lib.normalize_advantage(a) if config.normalize else a
+
+
+def _masked_std(x, mask):
+  """Standard deviation of x over the True entries of mask (0 when there are none)."""
+  m = mask.astype(jnp.float32)
+  count = jnp.maximum(jnp.sum(m), 1.0)
+  mean = jnp.sum(x * m) / count
+  return jnp.sqrt(jnp.sum(jnp.square(x - mean) * m) / count)
 
 
 def _constrain(x, mesh):
@@ -221,11 +312,16 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     the KL).
   """
   validate(config)
+  validate_env(config, env)
   if mesh is not None and config.prompts_per_step % mesh.shape["data"]:
     raise ValueError(f"prompts_per_step={config.prompts_per_step} must be divisible by the "
                      f"{mesh.shape['data']} devices of the data axis.")
   optimizer = make_optimizer(config)
   B, N, T = config.prompts_per_step, config.samples_per_prompt, env.max_response_len
+  critic = config.estimator in CRITIC_ESTIMATORS
+  K = config.num_vine_states if config.estimator == "poly_ppo" else 0
+  N_v = config.vine_samples
+  M = N + K * N_v                       # responses per group: roots, then vines
   groups_per_minibatch = B // config.num_minibatches
   loss_config = losses.PGLossConfig(config.eps_low, config.eps_high, config.aggregation,
                                     config.kl_coef)
@@ -236,27 +332,109 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
   def init(params, key):
     """A state whose policy starts from `params` (the base model); key: u32[2]."""
     key = jax.random.wrap_key_data(key) if key.dtype == jnp.uint32 else key
+    if critic:  # a zero-output value head of its own (polyepo.value_head)
+      head = value_head_lib.init(jax.random.fold_in(key, 1 << 30), model_config.width)
+      params = value_head_lib.attach(params, head)
     return TrainState(params, optimizer.init(params), jnp.zeros((), jnp.int32),
                       jax.random.key_data(key))
 
-  def logprobs(params, prompts, tokens, mask):
-    """Prompts [G, P], responses [G * N, T] -> f32[G * N, T]; a prompt is run once."""
+  def logprobs(params, prompts, tokens, mask, count=N):
+    """Prompts [G, P], responses [G * count, T] -> f32[G * count, T]; a prompt is run once."""
     return model_lib.sequence_logprobs(params, model_config, prompts, tokens, mask,
-                                       samples_per_prompt=N)
+                                       samples_per_prompt=count)
+
+  def logprobs_and_values(params, prompts, tokens, mask):
+    """Prompts [G, P], responses [G * M, T] -> (log-probs, V(s_t)), each f32[G * M, T]."""
+    logp, features = model_lib.sequence_logprobs_and_features(
+        params, model_config, prompts, tokens, mask, samples_per_prompt=M)
+    return logp, value_head_lib.apply(params, features)
 
   def update(params, opt_state, batch):
-    """One optimiser step on G whole groups: prompts [G, P], the rest [G, N, ...]."""
-    prompts, rest = batch[0], jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), batch[1:])
-    tokens, mask, old_logp, ref_logp, advantages = rest
+    """One optimiser step on G whole groups: prompts [G, P], the rest [G, M, ...]."""
+    prompts = batch["prompts"]
+    rest = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]),
+                        {k: v for k, v in batch.items() if k != "prompts"})
 
     def loss_fn(p):
-      logp = logprobs(p, prompts, tokens, mask)
-      return losses.clipped_pg_loss(logp, old_logp, advantages, mask, loss_config, ref_logp)
+      if critic:
+        logp, values = logprobs_and_values(p, prompts, rest["tokens"], rest["mask"])
+      else:
+        logp = logprobs(p, prompts, rest["tokens"], rest["mask"])
+      loss, m = losses.clipped_pg_loss(logp, rest["old_logp"], rest["advantages"],
+                                       rest["loss_mask"], loss_config, rest["ref_logp"])
+      if critic:
+        m["value_loss"] = gae_lib.value_loss(values, rest["old_values"], rest["returns"],
+                                             rest["loss_mask"], config.value_clip)
+        loss = loss + m["value_loss"]   # reaches the value head only
+      return loss, m
 
     (loss, loss_metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
     updates, opt_state = optimizer.update(grads, opt_state, params)
     loss_metrics = dict(loss_metrics, loss=loss, grad_norm=optax.tree.norm(grads))
     return optax.apply_updates(params, updates), opt_state, loss_metrics
+
+  def critic_batch(params, problems, prompts, rollout, reward, label, key, axis_name):
+    """PPO / Poly-PPO: vines, values, GAE and set advantages of the step's groups.
+
+    Returns (batch {name: [B, M, ...]}, metrics).
+    """
+    choose_key, vine_key, subset_key = jax.random.split(key, 3)
+    per_group = lambda x: x.reshape((B, -1) + x.shape[1:])
+    tokens, mask = per_group(rollout.tokens), per_group(rollout.mask)       # [B, N, T]
+    start = jnp.zeros((B, N), jnp.int32)
+    if config.estimator == "poly_ppo":
+      boundaries = per_group(env.step_boundaries(rollout.tokens))
+    else:
+      boundaries = jnp.zeros_like(mask)
+    loss_mask, states_valid = mask, jnp.ones((B, 1), bool)
+    if K:
+      states = jax.vmap(lambda k, b: vines_lib.choose_states(
+          k, b, K, config.vine_selection))(jax.random.split(choose_key, B), boundaries)
+      vines = vines_lib.sample_vines(params, model_config, vine_key, prompts, tokens, states,
+                                     samples=N_v, temperature=config.temperature,
+                                     axis_name=axis_name)
+      flat = lambda x: x.reshape((B, K * N_v) + x.shape[3:])                # [B, K*N_v, ...]
+      vine_tokens = flat(vines.tokens).reshape(B * K * N_v, T)
+      repeated = jax.tree.map(lambda x: jnp.repeat(x, K * N_v, axis=0), problems)
+      vine_reward, vine_label = env.score(repeated, vine_tokens)
+      vine_boundaries = env.step_boundaries(vine_tokens)
+      cat = lambda a, b: jnp.concatenate([a, b], axis=1)
+      tokens, mask = cat(tokens, flat(vines.tokens)), cat(mask, flat(vines.mask))
+      loss_mask = cat(loss_mask, flat(vines.loss_mask))
+      start = cat(start, flat(vines.start))
+      boundaries = cat(boundaries, per_group(vine_boundaries))
+      reward, label = cat(reward, per_group(vine_reward)), cat(label, per_group(vine_label))
+      states_valid = cat(states_valid, states.valid)
+    tokens, mask, loss_mask = (_constrain(x, mesh) for x in (tokens, mask, loss_mask))
+    old_logp, old_values = logprobs_and_values(params, prompts, tokens.reshape(B * M, T),
+                                               mask.reshape(B * M, T))
+    old_logp, old_values = per_group(old_logp), per_group(old_values)
+    old_logp = jnp.where(loss_mask, old_logp, 0.0)
+    groups = jax.vmap(functools.partial(
+        poly_ppo.group_advantages, num_roots=N, vine_samples=N_v,
+        objective=config.objective if config.estimator == "poly_ppo" else None,
+        set_size=config.set_size, num_subsets=config.num_subsets or None,
+        window=config.vine_window, gamma=config.gamma, lam=config.gae_lambda,
+        normalize=config.normalize))(reward, label, old_values, loss_mask, boundaries, start,
+                                     jax.random.split(subset_key, B))
+    advantages = poly_ppo.token_advantages(groups, loss_mask, config.normalize)
+    batch = dict(tokens=tokens, mask=mask, loss_mask=loss_mask, old_logp=old_logp,
+                 advantages=advantages, old_values=old_values, returns=groups.returns)
+    in_window, other = loss_mask & groups.window, loss_mask & ~groups.window
+    vine_mask = loss_mask[:, N:]
+    vine_valid = jnp.any(vine_mask, axis=-1)
+    step_metrics = dict(
+        explained_variance=gae_lib.explained_variance(old_values, groups.returns, loss_mask),
+        advantage_std=_masked_std(advantages, loss_mask))
+    if config.estimator == "poly_ppo":
+      step_metrics.update(
+          rollout_states=jnp.mean(jnp.sum(states_valid, axis=1)),   # the prompt included
+          vine_tokens=jnp.sum(vine_mask),
+          vine_reward=jnp.sum(reward[:, N:] * vine_valid) / jnp.maximum(jnp.sum(vine_valid), 1),
+          advantage_std_rollout=_masked_std(advantages, in_window),
+          advantage_std_other=_masked_std(advantages, other),
+          rollout_token_share=jnp.sum(in_window) / jnp.maximum(jnp.sum(loss_mask), 1))
+    return batch, step_metrics
 
   def train_step(state: TrainState, base_params, axis_name=None):
     key = jax.random.fold_in(jax.random.wrap_key_data(state.key), state.step)
@@ -269,18 +447,31 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     repeated = jax.tree.map(lambda x: jnp.repeat(x, N, axis=0), problems)
     reward, label = env.score(repeated, rollout.tokens)
     reward, label = reward.reshape(B, N), label.reshape(B, N)
-    advantages = jax.vmap(functools.partial(group_advantages, config))(
-        reward, label, jax.random.split(subset_key, B))
-    tokens, mask = _constrain(rollout.tokens, mesh), _constrain(rollout.mask, mesh)
-    if config.temperature == 1.0:
-      old_logp = rollout.logprobs
+    per_group = lambda x: x.reshape((B, -1) + x.shape[1:])                # [B, N, ...]
+    if critic:
+      batch, extra_metrics = critic_batch(
+          state.params, problems, prompts, rollout, reward, label,
+          jax.random.fold_in(subset_key, 1), axis_name)
     else:
-      old_logp = logprobs(state.params, prompts, tokens, mask)
+      advantages = jax.vmap(functools.partial(group_advantages, config))(
+          reward, label, jax.random.split(subset_key, B))
+      tokens, mask = _constrain(rollout.tokens, mesh), _constrain(rollout.mask, mesh)
+      if config.temperature == 1.0:
+        old_logp = rollout.logprobs
+      else:
+        old_logp = logprobs(state.params, prompts, tokens, mask)
+      batch = dict(tokens=per_group(tokens), mask=per_group(mask), loss_mask=per_group(mask),
+                   old_logp=per_group(old_logp), advantages=advantages)
+      extra_metrics = dict(advantage_std=jnp.std(advantages))
     # The base model's log-probs are needed only for the KL term of the loss
     # (evaluation measures the KL to the base model either way).
-    ref_logp = logprobs(base_params, prompts, tokens, mask) if config.kl_coef else None
-    per_group = lambda x: x.reshape((B, N) + x.shape[1:])                 # [B, N, ...]
-    data = (prompts, *jax.tree.map(per_group, (tokens, mask, old_logp, ref_logp)), advantages)
+    if config.kl_coef:
+      ref_logp = logprobs(base_params, prompts, batch["tokens"].reshape(B * M, T),
+                          batch["mask"].reshape(B * M, T), count=M)
+      batch["ref_logp"] = per_group(ref_logp)
+    else:
+      batch["ref_logp"] = None
+    batch["prompts"] = prompts
 
     def epoch(carry, epoch_key):
       params, opt_state = carry
@@ -289,7 +480,7 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
 
       def minibatch_step(carry, idx):
         params, opt_state = carry
-        params, opt_state, m = update(params, opt_state, jax.tree.map(lambda x: x[idx], data))
+        params, opt_state, m = update(params, opt_state, jax.tree.map(lambda x: x[idx], batch))
         return (params, opt_state), m
 
       return jax.lax.scan(minibatch_step, (params, opt_state), order)
@@ -321,11 +512,11 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
         # entropy of the sampling distribution.
         entropy=-jnp.sum(rollout.logprobs) / jnp.maximum(jnp.sum(rollout.mask), 1),
         response_length=jnp.mean(jnp.sum(rollout.mask, -1)),
-        advantage_std=jnp.std(advantages),
+        **extra_metrics,
     )
     if config.kl_coef:
-      step_metrics["kl_to_base"] = losses.aggregate(losses.kl_k3(old_logp, ref_logp), mask,
-                                                    "token_mean")
+      step_metrics["kl_to_base"] = losses.aggregate(
+          losses.kl_k3(batch["old_logp"], batch["ref_logp"]), batch["loss_mask"], "token_mean")
     return TrainState(params, opt_state, state.step + 1, state.key), step_metrics
 
   def run_chunk(state, base_params, axis_name=None):

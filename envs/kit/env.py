@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from envs.kit import strategy as strategy_lib
+from envs.kit import symbols
 from envs.kit import text as text_lib
 
 
@@ -48,6 +49,7 @@ class KitEnv:
   strategies: Tuple[strategy_lib.Strategy, ...]
   render_separator = " "
   answer_marker = "#"
+  step_separators = (";",)
   hold_out = True
 
   def __init_subclass__(cls, **kwargs):
@@ -94,6 +96,31 @@ class KitEnv:
       (`envs.kit.strategy.label`), else DEGENERATE.
     """
     return self._score(problems, check_responses(responses))
+
+  def step_boundaries(self, responses):
+    """Where each response's reasoning steps start: bool[B, T].
+
+    The kit's grammars write a step as a run of symbols ended by a step
+    separator (`step_separators`, `;` in every kit domain) and the answer as
+    `answer_marker`, the answer, EOS. A new step starts right after a separator
+    and at the answer marker. Position 0 (the prompt itself) and positions at
+    or after the first EOS are never boundaries: a boundary is a state the
+    response continues from.
+
+    Args:
+      responses: i32[B, T].
+
+    Returns:
+      bool[B, T].
+    """
+    responses = check_responses(responses)
+    separators = jnp.asarray([self.vocab.stoi[s] for s in self.step_separators], jnp.int32)
+    marker = self.vocab.stoi[self.answer_marker]
+    after = jnp.isin(responses, separators)
+    after = jnp.concatenate([jnp.zeros_like(after[:, :1]), after[:, :-1]], axis=1)
+    eos = jax.vmap(lambda r: symbols.eos_position(r, self.eos_id)[1])(responses)
+    t = jnp.arange(responses.shape[1])
+    return (after | (responses == marker)) & (t > 0) & (t < eos[:, None])
 
   def _demonstrate(self, key, problems, strategy_ids, slip_rate):
     raise NotImplementedError

@@ -1,0 +1,128 @@
+"""Generalized advantage estimation and the critic's loss, per token of one response.
+
+A response is an episode whose actions are its tokens: state s_t is the prompt
+plus the response's first t tokens, action a_t is token t, and the only reward is
+the environment's, paid on the last real token (EOS, or the last token of a
+response cut off at the budget). With V_t = V(s_t) from the critic:
+
+  δ_t = r_t + γ V_{t+1} m_{t+1} - V_t
+  Â_t = Σ_{l >= 0} (γλ)^l δ_{t+l} m_{t+1} ... m_{t+l}     (Schulman et al., 2016, eq. 16)
+  R_t = Â_t + V_t                                            (the critic's target)
+
+where m marks the real tokens: the value after the last one is 0 (the episode
+is over). With γ = λ = 1, Â_t = G - V_t, the return minus the value.
+Everything here is written for ONE response of T tokens; vmap over responses.
+"""
+
+from typing import Tuple
+
+import jax
+import jax.numpy as jnp
+
+from polyepo import _checks
+
+
+def terminal_rewards(reward: jax.Array, mask: jax.Array) -> jax.Array:
+  """The response's reward on its last real token, 0 elsewhere.
+
+  Args:
+    reward: f32[], the environment's reward of the whole response.
+    mask: bool[T], the tokens the episode is made of (contiguous).
+
+  Returns:
+    f32[T].
+  """
+  _checks.rank("reward", reward, 0)
+  _checks.rank("mask", mask, 1)
+  t = jnp.arange(mask.shape[0])
+  last = jnp.max(jnp.where(mask, t, -1))
+  return jnp.where(t == last, reward, 0.0).astype(jnp.float32)
+
+
+def gae(rewards: jax.Array, values: jax.Array, mask: jax.Array, gamma: float,
+        lam: float) -> Tuple[jax.Array, jax.Array]:
+  """GAE(γ, λ) advantages and value targets of one response.
+
+  Args:
+    rewards: f32[T] per-token rewards (e.g. `terminal_rewards`).
+    values: f32[T], V(s_t), the critic's value before token t.
+    mask: bool[T], the episode's tokens; the value past its last one is 0.
+    gamma: discount γ in [0, 1].
+    lam: λ in [0, 1].
+
+  Returns:
+    (advantages f32[T], returns f32[T]), both 0 where mask is False.
+  """
+  _checks.rank("rewards", rewards, 1)
+  _checks.same_shape("rewards", rewards, "values", values)
+  _checks.same_shape("rewards", rewards, "mask", mask)
+  m = mask.astype(jnp.float32)
+  values = values.astype(jnp.float32) * m
+  next_values = jnp.concatenate([values[1:], jnp.zeros((1,), jnp.float32)])
+  next_mask = jnp.concatenate([m[1:], jnp.zeros((1,), jnp.float32)])
+  deltas = (rewards.astype(jnp.float32) + gamma * next_values * next_mask - values) * m
+
+  def backward(carry, x):
+    delta, keep = x
+    advantage = delta + gamma * lam * carry * keep
+    return advantage, advantage
+
+  _, advantages = jax.lax.scan(backward, jnp.zeros((), jnp.float32), (deltas, next_mask),
+                               reverse=True)
+  advantages = advantages * m
+  return advantages, (advantages + values) * m
+
+
+def value_loss(values: jax.Array, old_values: jax.Array, returns: jax.Array,
+               mask: jax.Array, clip: float = 0.0) -> jax.Array:
+  """PPO's (clipped) squared-error value loss, mean over the masked tokens.
+
+    ℓ_t = ½ max((V_t - R_t)², (V_old,t + clip(V_t - V_old,t, -ε, ε) - R_t)²)
+
+  (Schulman et al., 2017, the openai/baselines PPO2 form); clip = 0 gives the
+  plain ½ (V_t - R_t)².
+
+  Args:
+    values: f32[..., T] current values (differentiate through these).
+    old_values: f32[..., T] values when the rollouts were scored.
+    returns: f32[..., T] targets R_t.
+    mask: bool[..., T] tokens that count.
+    clip: ε >= 0 (static).
+
+  Returns:
+    f32[].
+  """
+  _checks.same_shape("values", values, "returns", returns)
+  _checks.same_shape("values", values, "mask", mask)
+  returns = jax.lax.stop_gradient(returns)
+  loss = jnp.square(values - returns)
+  if clip:
+    old_values = jax.lax.stop_gradient(old_values)
+    clipped = old_values + jnp.clip(values - old_values, -clip, clip)
+    loss = jnp.maximum(loss, jnp.square(clipped - returns))
+  m = mask.astype(jnp.float32)
+  return 0.5 * jnp.sum(loss * m) / jnp.maximum(jnp.sum(m), 1.0)
+
+
+def explained_variance(values: jax.Array, returns: jax.Array, mask: jax.Array) -> jax.Array:
+  """1 - Var(R - V) / Var(R) over the masked tokens: 1 is a perfect critic, 0 one
+  no better than a constant, negative one worse. 0 when the returns are constant.
+
+  Args:
+    values, returns: f32[...]; mask: bool[...] of the same shape.
+
+  Returns:
+    f32[].
+  """
+  _checks.same_shape("values", values, "returns", returns)
+  _checks.same_shape("values", values, "mask", mask)
+  m = mask.astype(jnp.float32)
+  count = jnp.maximum(jnp.sum(m), 1.0)
+
+  def variance(x):
+    mean = jnp.sum(x * m) / count
+    return jnp.sum(jnp.square(x - mean) * m) / count
+
+  var_returns = variance(returns)
+  return jnp.where(var_returns > 0, 1.0 - variance(returns - values) / jnp.maximum(var_returns, 1e-12),
+                   0.0)
