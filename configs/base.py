@@ -1,4 +1,5 @@
-r"""Shared base of the RL configs (grpo.py, reward_shaping.py, poly_epo.py, pass_at_k.py).
+r"""Shared base of the RL configs (grpo.py, reward_shaping.py, poly_epo.py, pass_at_k.py,
+ppo.py, poly_ppo.py).
 
 The config string picks the domain and the size:
   --config=configs/poly_epo.py:domain=polynomial_roots,size=smoke
@@ -22,14 +23,17 @@ from polyepo import loop, train
 
 # config.train: the fields of polyepo.train.TrainConfig, at its defaults except
 # the algorithm's (estimator, ...) and the size presets below:
-#   estimator          grpo | reward_shaping | set_rl
+#   estimator          grpo | reward_shaping | set_rl | ppo | poly_ppo
 #   normalize          grpo: divide by the reward std (False = Dr. GRPO);
-#                      set_rl: standardise each prompt's advantages
+#                      set_rl: standardise each prompt's advantages;
+#                      ppo / poly_ppo: standardise each set's advantages and
+#                      the step's GAE advantages
 #   lam                reward shaping: weight of the diversity bonus
-#   objective          set_rl objective: polychromic | polychromic_correct_only |
-#                      pass_at_n | mean_reward | srl
-#   set_size           set_rl: n, the set size (1 <= n < N)
-#   num_subsets        set_rl: 0 = exact over all C(N, n) sets, else K sampled
+#   objective          set_rl / poly_ppo objective: polychromic |
+#                      polychromic_correct_only | pass_at_n | mean_reward | srl
+#   set_size           set_rl / poly_ppo: n, the set size (1 <= n < N, n < vine_samples)
+#   num_subsets        set_rl / poly_ppo: 0 = exact over all C(N, n) sets, else K
+#                      sampled (per set)
 #   prompts_per_step   B: prompts per step
 #   samples_per_prompt N: rollouts per prompt
 #   temperature        rollout temperature
@@ -45,6 +49,17 @@ from polyepo import loop, train
 #   kl_coef            β: weight of the k3 KL to the base model
 #   num_steps          RL steps
 #   steps_per_chunk    steps per compiled chunk (host logs between chunks)
+#   gamma              ppo / poly_ppo: GAE discount γ in [0, 1]
+#   gae_lambda         ppo / poly_ppo: GAE λ in [0, 1]
+#   value_learning_rate  ppo / poly_ppo: Adam learning rate of the value head (> 0)
+#   value_clip         ppo / poly_ppo: ε of the clipped value loss (0: unclipped)
+#   num_vine_states    poly_ppo: K >= 0 rollout states per prompt besides the
+#                      prompt, drawn at step boundaries of the N rollouts
+#   vine_samples       poly_ppo: N_v > set_size continuations from each state
+#   vine_window        poly_ppo: W >= 1 reasoning steps a state's set advantage
+#                      covers (GAE after it)
+#   vine_selection     poly_ppo: uniform | early (boundary k+1 of a response
+#                      weighted 2^-(k-1)): how rollout states are drawn
 #
 # config.run: the fields of polyepo.loop.RunSettings, at its defaults except the
 # size presets below:
@@ -89,6 +104,8 @@ def get_config(arg=None, **algorithm):
     t.prompts_per_step = 4
     t.samples_per_prompt = 4
     t.set_size = 2
+    t.num_vine_states = 1
+    t.vine_samples = 3
     t.num_minibatches = 1
     t.num_steps = 4
     t.steps_per_chunk = 2
@@ -101,6 +118,7 @@ def get_config(arg=None, **algorithm):
   elif args.size == "paper":
     t.samples_per_prompt = 32
     t.set_size = 8
+    t.vine_samples = 16
     t.prompts_per_step = 8
     t.num_minibatches = 4
     t.num_steps = 300

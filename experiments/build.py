@@ -26,6 +26,7 @@ def rl_settings(config):
   loop.validate(run_settings, train_config)
   _checks.one_of("matmul_dtype", config.matmul_dtype, model.MATMUL_DTYPES)
   env, _ = envs.make(config.base.domain, **config.base.env)
+  train.validate_env(train_config, env)
   try:
     pretrain_config(config.base, env.strategy_names)
   except ValueError as err:

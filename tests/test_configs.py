@@ -8,14 +8,14 @@ import re
 
 import pytest
 
-from configs import base, choices, grpo, pass_at_k, poly_epo, reward_shaping
+from configs import base, choices, grpo, pass_at_k, poly_epo, poly_ppo, ppo, reward_shaping
 from configs import pretrain as pretrain_config
 from experiments import build
 from polyepo import loop, model, pretrain, train
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ALGORITHMS = {"grpo": grpo, "reward_shaping": reward_shaping, "poly_epo": poly_epo,
-              "pass_at_k": pass_at_k}
+              "pass_at_k": pass_at_k, "ppo": ppo, "poly_ppo": poly_ppo}
 ALGORITHM_FIELDS = {"estimator", "lam", "objective"}  # what an algorithm file may set
 
 
@@ -68,7 +68,9 @@ def test_the_main_job_runs_with_the_values_it_always_had():
       num_subsets=0, prompts_per_step=16, samples_per_prompt=16, temperature=1.0,
       num_epochs=1, num_minibatches=2, learning_rate=3e-5, warmup_steps=5, weight_decay=0.0,
       grad_clip=1.0, eps_low=0.2, eps_high=0.28, aggregation="token_mean", kl_coef=0.0,
-      num_steps=100, steps_per_chunk=10)
+      num_steps=100, steps_per_chunk=10, gamma=1.0, gae_lambda=0.95,
+      value_learning_rate=1e-3, value_clip=0.2, num_vine_states=2, vine_samples=8,
+      vine_window=2, vine_selection="uniform")
   assert config.run.to_dict() == dict(
       num_seeds=1, seed_batch_size=0, seed=0, eval_every=50, checkpoint_every=50,
       eval_num_problems=64, eval_num_samples=32, eval_temperature=1.0,
@@ -90,6 +92,20 @@ def test_the_main_job_runs_with_the_values_it_always_had():
   paper = poly_epo.get_config("size=paper")
   assert (paper.train.samples_per_prompt, paper.train.num_steps,
           paper.run.num_seeds) == (32, 300, 3)
+
+
+@pytest.mark.parametrize("size,states,vines,n", [
+    ("smoke", 1, 3, 2), ("default", 2, 8, 4), ("paper", 2, 16, 8)])
+def test_poly_ppo_and_ppo_configs(size, states, vines, n):
+  """Hand-written: Poly-PPO's vines per size (n < N_v at every size, so each state's
+  sets of n are proper subsets of its vines), PPO the same machinery without sets."""
+  config = poly_ppo.get_config(f"domain=polynomial_roots,size={size}")
+  t = config.train
+  assert (t.estimator, t.objective) == ("poly_ppo", "polychromic")
+  assert (t.num_vine_states, t.vine_samples, t.set_size, t.vine_window) == (states, vines, n, 2)
+  assert (t.gamma, t.gae_lambda, t.value_clip, t.vine_selection) == (1.0, 0.95, 0.2, "uniform")
+  train.validate(build.rl_settings(config)[0])
+  assert ppo.get_config(f"size={size}").train.estimator == "ppo"
 
 
 @pytest.mark.parametrize("path,fields", [
@@ -143,6 +159,8 @@ def test_rl_settings_unpacks_the_dataclasses():
     ("base.pretrain.mixture", (-1.0,) + (1.0,) * 7, "base: mixture weights must be >= 0"),
     ("base.report.num_samples", 0, "base: report.num_samples must be >= 1, got 0"),
     ("base.report.temperature", -0.1, "base: report.temperature must be >= 0, got -0.1"),
+    ("train.estimator", "a2c", "estimator must be one of 'grpo', 'reward_shaping', 'set_rl', "
+     "'ppo', 'poly_ppo'"),
 ])
 def test_a_bad_field_fails_when_unpacked_naming_it(field, value, match):
   config = poly_epo.get_config("size=smoke")

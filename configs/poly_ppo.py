@@ -1,0 +1,14 @@
+"""Poly-PPO (note §6.1, Algorithm 2): set advantages with the polychromic objective at
+rollout states (the prompt and vine states at step boundaries), GAE from a critic
+elsewhere (see configs/base.py for the fields).
+
+Default cost: K = 2 states x N_v = 8 vines per prompt add 16 responses to the
+N = 16 roots, each a continuation (shorter than a root), plus one forward pass for
+the values: at most about twice a Poly-EPO step at equal root batch.
+"""
+
+from configs import base
+
+
+def get_config(arg=None):
+  return base.get_config(arg, name="poly_ppo", estimator="poly_ppo", objective="polychromic")
