@@ -16,8 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import envs
 import toy_env
-from polyepo import loop, model, pretrain, train, writers
+from polyepo import loop, model, pretrain, train, value_head, writers
 
 SMALL = dict(width=32, num_layers=1, num_heads=2)
 TINY = train.TrainConfig(estimator="set_rl", prompts_per_step=2, samples_per_prompt=4,
@@ -62,6 +63,8 @@ ESTIMATORS = {
     "reward_shaping": dict(estimator="reward_shaping", lam=0.5),
     "poly_epo_exact": dict(estimator="set_rl", objective="polychromic"),
     "poly_epo_sampled": dict(estimator="set_rl", objective="polychromic", num_subsets=16),
+    "ppo": dict(estimator="ppo"),
+    "poly_ppo": dict(estimator="poly_ppo", objective="polychromic"),
 }
 
 
@@ -203,7 +206,8 @@ def test_seed_batches_match_all_seeds_vmapped(setup):
 
 
 @pytest.mark.parametrize("change,match", [
-    (dict(estimator="ppo"), "estimator must be one of 'grpo', 'reward_shaping', 'set_rl'"),
+    (dict(estimator="a2c"), "estimator must be one of 'grpo', 'reward_shaping', 'set_rl', "
+     "'ppo', 'poly_ppo'"),
     (dict(objective="polychromatic"), "objective must be one of 'polychromic'"),
     (dict(set_size=4), "set_size must satisfy 1 <= set_size < samples_per_prompt=4"),
     (dict(set_size=0), "set_size must satisfy"),
@@ -226,10 +230,95 @@ def test_seed_batches_match_all_seeds_vmapped(setup):
     (dict(grad_clip=0.0), "grad_clip must be > 0, got 0.0"),
     (dict(samples_per_prompt=32, set_size=8, objective="srl"),
      r"objective='srl' has no closed form and C\(N, n\) = 10518300 .* set num_subsets"),
+    (dict(estimator="poly_ppo", vine_window=0), "vine_window must be >= 1, got 0"),
+    (dict(estimator="poly_ppo", vine_samples=2), "vine_samples must be > set_size=2 .* "
+     "got vine_samples=2"),
+    (dict(estimator="poly_ppo", vine_samples=1), "vine_samples must be > set_size=2"),
+    (dict(estimator="poly_ppo", num_vine_states=-1), "num_vine_states must be >= 0, got -1"),
+    (dict(estimator="poly_ppo", vine_selection="late"),
+     "vine_selection must be one of 'uniform', 'early'; got 'late'"),
+    (dict(estimator="poly_ppo", set_size=4), "set_size must satisfy 1 <= set_size < "
+     "samples_per_prompt=4"),
+    (dict(estimator="poly_ppo", vine_samples=3, num_subsets=5),
+     r"num_subsets must be 0 \(all subsets\) or 1..C\(N, n\) = 3, got 5"),
+    (dict(estimator="ppo", gamma=1.5), r"gamma must be in \[0, 1\], got 1.5"),
+    (dict(estimator="poly_ppo", gae_lambda=-0.1), r"gae_lambda must be in \[0, 1\], got -0.1"),
+    (dict(estimator="ppo", value_learning_rate=0.0), "value_learning_rate must be > 0, got 0.0"),
+    (dict(estimator="ppo", value_clip=-0.1), "value_clip must be >= 0, got -0.1"),
 ])
 def test_bad_configs_fail_before_compiling(change, match):
   with pytest.raises(ValueError, match=match):
     train.validate(dataclasses.replace(TINY, **change))
+
+
+def test_poly_ppo_needs_step_boundaries_before_compiling(setup):
+  """An env without step boundaries is refused for Poly-PPO (naming the estimator),
+  accepted for PPO; with no vine states, vine_samples is not read."""
+  config = dataclasses.replace(TINY, estimator="poly_ppo")
+  with pytest.raises(ValueError, match="estimator='poly_ppo' needs an env with step_boundaries"):
+    train.validate_env(config, object())
+  train.validate_env(dataclasses.replace(config, estimator="ppo"), object())
+  train.validate(dataclasses.replace(config, num_vine_states=0, vine_samples=1))
+
+
+def test_critic_estimators_add_a_zero_value_head_and_leave_the_others_alone(setup):
+  """PPO / Poly-PPO: the base model's tree plus `value_head` (V = 0 at the start); the
+  other estimators' states hold exactly the base model's tree."""
+  env, params, mc, base = setup
+  for estimator in ("ppo", "poly_ppo", "set_rl"):
+    init, _ = train.make_train(dataclasses.replace(TINY, estimator=estimator), mc, env, params)
+    state = init(base, jnp.zeros(2, jnp.uint32))
+    critic = estimator in train.CRITIC_ESTIMATORS
+    assert set(state.params) == set(base) | ({value_head.KEY} if critic else set())
+    jax.tree.map(np.testing.assert_array_equal,
+                 {k: state.params[k] for k in base}, base)
+    if critic:
+      features = jax.random.normal(jax.random.key(0), (3, 5, mc.width))
+      np.testing.assert_array_equal(value_head.apply(state.params, features), 0.0)
+      # The transformer ignores the head: same logits as the base model.
+      tokens = jnp.array([[2, 3, 6]])
+      np.testing.assert_array_equal(model.forward(state.params, mc, tokens),
+                                    model.forward(base, mc, tokens))
+
+
+@pytest.mark.parametrize("estimator", ["ppo", "poly_ppo"])
+def test_critic_estimators_with_equal_rewards_do_not_move(setup, estimator):
+  """Every reward 0 and V = 0: every advantage and the value loss are 0, no NaN, and
+  neither the policy nor the value head moves."""
+  env = toy_env.ChoiceEnv(solves=np.zeros_like(toy_env.SOLVES))
+  config = dataclasses.replace(TINY, estimator=estimator)
+  state, metrics = _run(setup, config, _keys(1), env=env)
+  for name, value in metrics.items():
+    assert np.all(np.isfinite(value)), name
+  np.testing.assert_array_equal(metrics["advantage_std"], 0.0)
+  np.testing.assert_array_equal(metrics["value_loss"], 0.0)
+  policy = {k: v for k, v in state.params.items() if k != value_head.KEY}
+  jax.tree.map(lambda a, b: np.testing.assert_array_equal(a[0], b), policy, setup[3])
+  np.testing.assert_array_equal(state.params[value_head.KEY]["out"]["kernel"], 0.0)
+
+
+def test_poly_ppo_with_vines_on_a_real_domain_is_deterministic_and_logs_its_states():
+  """Multiplication, a small random policy, K = 2 states of N_v = 3 vines per prompt:
+  the same state gives the same numbers twice; a prompt has 1 to 1 + K rollout
+  states (fewer when its random responses have fewer step boundaries), vine tokens
+  are counted, the logged metrics are finite."""
+  env, env_params = envs.make("multiplication")
+  mc = pretrain.model_config_for(env, **SMALL)
+  base = model.init_params(jax.random.key(1), mc)
+  config = dataclasses.replace(TINY, estimator="poly_ppo", num_vine_states=2, vine_samples=3,
+                               steps_per_chunk=1, learning_rate=1e-3)
+  init, run_chunk = train.make_train(config, mc, env, env_params, num_seeds=2)
+  state = init(base, _keys(2, offset=5))
+  s1, m1 = run_chunk(state, base)
+  s2, m2 = run_chunk(state, base)
+  jax.tree.map(np.testing.assert_array_equal, (s1, m1), (s2, m2))
+  for name in ("value_loss", "explained_variance", "advantage_std_rollout",
+               "advantage_std_other", "vine_tokens", "rollout_states", "vine_reward"):
+    assert np.all(np.isfinite(m1[name])), name
+  states = np.asarray(m1["rollout_states"])
+  assert ((states >= 1) & (states <= 3)).all() and states.max() > 1, states
+  assert (np.asarray(m1["vine_tokens"]) > 0).all()
+  assert 0 < float(np.min(m1["rollout_token_share"])) < 1
 
 
 def test_an_enumerable_objective_without_closed_form_is_accepted():
@@ -332,13 +421,16 @@ class _Interrupted(Exception):
   pass
 
 
-def test_resume_between_checkpoints_matches_uninterrupted_run(setup, tmp_path, monkeypatch):
+@pytest.mark.parametrize("estimator", ["set_rl", "poly_ppo"])
+def test_resume_between_checkpoints_matches_uninterrupted_run(setup, tmp_path, monkeypatch,
+                                                              estimator):
   """A run killed after logging step 5 (last checkpoint: step 4) resumes from step 4:
   its logs lose step 5 and are rewritten, and every record and parameter then
-  equals an uninterrupted run's."""
+  equals an uninterrupted run's (Poly-PPO: the value head and its optimiser too)."""
   env, params, mc, base = setup
+  config = dataclasses.replace(RESUME, estimator=estimator)
   run = lambda wd, **kw: loop.train_and_evaluate(
-      RESUME, mc, env, params, base, _problems(env, params), str(wd), SETTINGS,
+      config, mc, env, params, base, _problems(env, params), str(wd), SETTINGS,
       progress=False, **kw)
   run(tmp_path / "full")
 
@@ -358,11 +450,14 @@ def test_resume_between_checkpoints_matches_uninterrupted_run(setup, tmp_path, m
   assert sorted(os.listdir(cut / "checkpoints")) == ["2", "4"]
 
   run(cut, resume=True)
-  full = _final_params(tmp_path / "full", setup, RESUME)
-  resumed = _final_params(cut, setup, RESUME)
+  full = _final_params(tmp_path / "full", setup, config)
+  resumed = _final_params(cut, setup, config)
   assert int(full.step[0]) == int(resumed.step[0]) == 6
-  jax.tree.map(np.testing.assert_array_equal, full.params, resumed.params)
+  jax.tree.map(np.testing.assert_array_equal, (full.params, full.opt_state),
+               (resumed.params, resumed.opt_state))
   assert not np.array_equal(full.params["head"]["kernel"][0], base["head"]["kernel"])
+  if estimator == "poly_ppo":
+    assert np.abs(full.params[value_head.KEY]["out"]["kernel"]).max() > 0
   for name in ("train.jsonl", "eval.jsonl"):
     assert _records(cut / name) == _records(tmp_path / "full" / name), name
   assert [r["step"] for r in _records(cut / "eval.jsonl")] == [0, 2, 4, 6]

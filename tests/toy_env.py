@@ -77,6 +77,11 @@ class ChoiceEnv:
     reward = jnp.where(valid, jnp.asarray(self.solves)[problems.problem, safe], 0.0)
     return reward, jnp.where(valid, strategy, DEGENERATE).astype(jnp.int32)
 
+  def step_boundaries(self, responses):
+    """bool[B, T]: a one-token answer has no step to branch at (Poly-PPO then forms
+    sets at the prompt only, with a window over the whole response)."""
+    return jnp.zeros(responses.shape, bool)
+
   def demonstrate(self, key, problems, strategy_ids, slip_rate=0.0):
     del key, slip_rate  # a one-token answer has no work to slip in
     tokens = jnp.stack([STRATEGY0 + strategy_ids, jnp.full_like(strategy_ids, EOS)], 1)
