@@ -8,7 +8,7 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFIGS = ("grpo", "reward_shaping", "poly_epo", "pass_at_k")
+CONFIGS = ("grpo", "reward_shaping", "poly_epo", "pass_at_k", "ppo", "poly_ppo")
 
 
 @pytest.fixture(scope="module")
@@ -64,14 +64,29 @@ def test_smoke_run_with_bfloat16_matmuls(cache, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", CONFIGS)
+@pytest.mark.parametrize("name", [c for c in CONFIGS if c not in ("ppo", "poly_ppo")])
 def test_smoke_run_polynomial_roots(name, cache, tmp_path):
   _smoke(name, "polynomial_roots", cache, tmp_path)
 
 
+@pytest.mark.parametrize("name", ["ppo", "poly_ppo"])
+def test_smoke_run_of_the_critic_configs_on_polynomial_roots(name, cache, tmp_path):
+  """PPO and Poly-PPO on the second domain; Poly-PPO logs its rollout states, vine
+  tokens, value loss, explained variance and the advantage spread at rollout
+  states and elsewhere."""
+  workdir, _ = _smoke(name, "polynomial_roots", cache, tmp_path)
+  record = json.loads(open(workdir / "train.jsonl").readline())
+  assert {"value_loss", "explained_variance", "advantage_std"} <= set(record)
+  if name == "poly_ppo":
+    assert {"rollout_states", "vine_tokens", "advantage_std_rollout",
+            "advantage_std_other"} <= set(record)
+    assert 1 <= record["rollout_states"] <= 2
+
+
 @pytest.mark.parametrize("override,message", [
     ("--config.train.set_size=4", "set_size must satisfy 1 <= set_size < samples_per_prompt=4"),
-    ("--config.train.estimator=ppo", "estimator must be one of 'grpo', 'reward_shaping', 'set_rl'"),
+    ("--config.train.estimator=a2c", "estimator must be one of 'grpo', 'reward_shaping', "
+     "'set_rl', 'ppo', 'poly_ppo'"),
     ("--config.train.objective=polychromatic", "objective must be one of 'polychromic'"),
     ("--config.train.num_subsets=7", "num_subsets must be 0 (all subsets) or 1..C(N, n) = 6"),
     ("--config.train.lam=-1.0", "lam must be >= 0"),
@@ -87,6 +102,19 @@ def test_bad_config_fails_before_compiling(override, message, cache, tmp_path):
   assert result.returncode != 0
   assert message in result.stderr, result.stderr[-2000:]
   assert "pretrain:" not in result.stderr  # no pretraining progress bar: failed before it
+
+
+@pytest.mark.parametrize("override,message", [
+    ("--config.train.vine_window=0", "vine_window must be >= 1, got 0"),
+    ("--config.train.vine_samples=2", "vine_samples must be > set_size=2"),
+    ("--config.train.gae_lambda=2.0", "gae_lambda must be in [0, 1], got 2.0"),
+])
+def test_bad_poly_ppo_config_fails_before_compiling(override, message, cache, tmp_path):
+  result = _run(["experiments.synthetic", "--config=configs/poly_ppo.py:size=smoke",
+                 f"--workdir={tmp_path / 'bad'}", override], cache, timeout=120)
+  assert result.returncode != 0
+  assert message in result.stderr, result.stderr[-2000:]
+  assert "pretrain:" not in result.stderr
 
 
 def test_bad_config_string(cache, tmp_path):
