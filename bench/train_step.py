@@ -1,6 +1,7 @@
 """RL train-step throughput: ours next to TRL's, phase split, MFU, seeds.
 
   python -m bench.train_step [--repeats 5] [--seeds 4] [--no-trl] [--no-seeds]
+  python -m bench.train_step --poly-ppo [--prompts 16 --samples 16 --tiny]
 
 1. A preset other libraries can run identically: a 2-layer, width-128, 4-head
    transformer (standard multi-head attention), 32-token vocabulary, 16 prompts x
@@ -18,6 +19,12 @@
    seed with S times the prompts: the most any batching of the seeds can gain,
    since it runs the same FLOPs with shared weights. Timed in turn, round after
    round.
+
+3. `--poly-ppo` (alone): Poly-PPO's step split into root rollout, vine rollout,
+   advantages (scoring, step boundaries, the values' forward pass, GAE and set
+   advantages) and update (the whole step minus those), and its whole step next
+   to Poly-EPO's and PPO's at equal root batch (multiplication, default model;
+   `--tiny` a 1-layer width-32 model for a quick check).
 
 All numbers are medians after a warm-up, measured side by side in this process;
 FLOP/s are divided by a 2048^3 matmul of the same precision measured here too (CPU
@@ -40,7 +47,7 @@ import optax
 import envs
 from bench.model import matmul_peak, sampling_flops
 from bench.timing import interleaved_median_seconds, median_seconds
-from polyepo import advantages, losses, model, pretrain, sampling, train
+from polyepo import advantages, losses, model, poly_ppo, pretrain, sampling, train, vines
 
 PROMPTS, SAMPLES, RESPONSE, PROMPT_LEN = 16, 16, 48, 16
 PRESET = model.TransformerConfig(vocab_size=32, width=128, num_layers=2, num_heads=4,
@@ -133,6 +140,73 @@ def seeds_ratio(num_seeds, repeats, prompts, samples):
       "combined": lambda: run_c(combined, base)}, repeats)
 
 
+def poly_ppo_phases(repeats, prompts, samples, tiny=False):
+  """Seconds of Poly-PPO's phases and of whole Poly-PPO / PPO / Poly-EPO steps."""
+  env, env_params = envs.make("multiplication")
+  overrides = dict(width=32, num_layers=1, num_heads=2) if tiny else {}
+  config = pretrain.model_config_for(env, **overrides)
+  base = model.init_params(jax.random.key(0), config)
+  tc = train.TrainConfig(estimator="poly_ppo", prompts_per_step=prompts,
+                         samples_per_prompt=samples, set_size=min(4, samples - 1),
+                         vine_samples=max(train.TrainConfig.vine_samples, min(4, samples - 1) + 1),
+                         num_minibatches=1, steps_per_chunk=1, num_steps=1)
+  B, N, T = prompts, samples, env.max_response_len
+  K, N_v = tc.num_vine_states, tc.vine_samples
+  problems = env.sample_problems(jax.random.key(1), env_params, B)
+  prompt_tokens = env.prompt_tokens(problems)
+
+  @jax.jit
+  def root_rollout(key):
+    return sampling.sample(base, config, key, prompt_tokens, max_new_tokens=T,
+                           samples_per_prompt=N)
+
+  roots = root_rollout(jax.random.key(2))
+  bounds = env.step_boundaries(roots.tokens).reshape(B, N, T)
+
+  @jax.jit
+  def vine_rollout(key):
+    states = jax.vmap(lambda k, b: vines.choose_states(k, b, K))(jax.random.split(key, B), bounds)
+    return vines.sample_vines(base, config, key, prompt_tokens, roots.tokens.reshape(B, N, T),
+                              states, samples=N_v)
+
+  out = vine_rollout(jax.random.key(3))
+  M = N + K * N_v
+
+  @jax.jit
+  def advantage_phase(key):
+    flat = lambda x: x.reshape(B, K * N_v, T)
+    tokens = jnp.concatenate([roots.tokens.reshape(B, N, T), flat(out.tokens)], 1)
+    mask = jnp.concatenate([roots.mask.reshape(B, N, T), flat(out.mask)], 1)
+    loss_mask = jnp.concatenate([roots.mask.reshape(B, N, T), flat(out.loss_mask)], 1)
+    start = jnp.concatenate([jnp.zeros((B, N), jnp.int32), out.start.reshape(B, -1)], 1)
+    repeated = jax.tree.map(lambda x: jnp.repeat(x, M, axis=0), problems)
+    reward, label = env.score(repeated, tokens.reshape(-1, T))
+    boundaries = env.step_boundaries(tokens.reshape(-1, T)).reshape(B, M, T)
+    _, features = model.sequence_logprobs_and_features(
+        base, config, prompt_tokens, tokens.reshape(-1, T), mask.reshape(-1, T),
+        samples_per_prompt=M)
+    values = features.sum(-1).reshape(B, M, T) * 0.0
+    groups = jax.vmap(lambda *a: poly_ppo.group_advantages(
+        *a, num_roots=N, vine_samples=N_v, objective="polychromic", set_size=tc.set_size,
+        num_subsets=None, window=tc.vine_window, gamma=1.0, lam=0.95, normalize=True))(
+            reward.reshape(B, M), label.reshape(B, M), values, loss_mask, boundaries, start,
+            jax.random.split(key, B))
+    return poly_ppo.token_advantages(groups, loss_mask, True)
+
+  times = {"root rollout": median_seconds(lambda: root_rollout(jax.random.key(2)), repeats),
+           "vine rollout": median_seconds(lambda: vine_rollout(jax.random.key(3)), repeats),
+           "advantages": median_seconds(lambda: advantage_phase(jax.random.key(4)), repeats)}
+  steps = {}
+  for name, estimator in (("poly_ppo", "poly_ppo"), ("ppo", "ppo"), ("poly_epo", "set_rl")):
+    init, run = train.make_train(dataclasses.replace(tc, estimator=estimator), config, env,
+                                 env_params, num_seeds=1)
+    state = init(base, jnp.zeros((1, 2), jnp.uint32))
+    jax.block_until_ready(run(state, base))
+    steps[name] = median_seconds(lambda: run(state, base), repeats)
+  times["update"] = max(steps["poly_ppo"] - sum(times.values()), 0.0)
+  return times, steps, dict(states=K, vines=N_v, sequences=M)
+
+
 def trl_seconds_per_step():
   """TRL's GRPOTrainer on the preset (bench/trl_preset.py, its own venv): its JSON result."""
   script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trl_preset.py")
@@ -162,8 +236,24 @@ def main():
                       help="skip TRL's GRPOTrainer (which needs its own venv)")
   parser.add_argument("--no-seeds", dest="seeds_table", action="store_false",
                       help="skip the seeds table")
+  parser.add_argument("--poly-ppo", dest="poly_ppo", action="store_true",
+                      help="only Poly-PPO's phase split and its cost relative to Poly-EPO")
+  parser.add_argument("--prompts", type=int, default=16, help="--poly-ppo: root prompts B")
+  parser.add_argument("--samples", type=int, default=16, help="--poly-ppo: root samples N")
+  parser.add_argument("--tiny", action="store_true", help="--poly-ppo: a 1-layer width-32 model")
   args = parser.parse_args()
   print(f"CPU: {cpu_name()}")
+  if args.poly_ppo:
+    times, steps, shape = poly_ppo_phases(args.repeats, args.prompts, args.samples, args.tiny)
+    print(f"\nPoly-PPO step, multiplication, {args.prompts} prompts x {args.samples} roots, "
+          f"{shape['states']} states x {shape['vines']} vines per prompt "
+          f"({shape['sequences']} responses per prompt):")
+    for name, seconds in times.items():
+      print(f"  {name:<13}{seconds:>9.4f} s{seconds / steps['poly_ppo']:>7.0%}")
+    for name, seconds in steps.items():
+      print(f"  whole step {name:<9}{seconds:>8.4f} s  "
+            f"{seconds / steps['poly_epo']:.2f}x Poly-EPO's")
+    return
   peaks = {dtype: matmul_peak(matmul_dtype=dtype) for dtype in ("float32", "bfloat16")}
   print("matmul peak (2048^3): " + ", ".join(f"{dtype} {peak / 1e9:.1f} GFLOP/s"
                                             for dtype, peak in peaks.items()))
