@@ -11,7 +11,7 @@ import jax
 
 import envs
 from envs import datasets
-from polyepo import _checks, evaluate, forced, loop, model, pretrain, train
+from polyepo import _checks, evaluate, forced, loop, model, pretrain, splits, train
 
 
 def rl_settings(config):
@@ -81,7 +81,13 @@ def eval_problems(domain, splits=datasets.SPLITS, num_problems=None):
 
 def base_report(config, env, model_config, params):
   """{split: summary} of the base model on the eval splits, with each strategy's
-  forced accuracy (`forced_accuracy`, on up to report.forced_problems problems)."""
+  forced accuracy (`forced_accuracy`, on up to report.forced_problems problems).
+
+  Also "train": {"forced_accuracy": ...} on problems drawn like the pretraining
+  corpus's (the training split of the pretraining env params). Well above the
+  test split's forced accuracy, it says the model memorised its training
+  problems rather than learned the strategy.
+  """
   problems = eval_problems(config.domain, config.report.splits, config.report.num_problems)
   out = {}
   for i, (split, p) in enumerate(problems.items()):
@@ -92,4 +98,11 @@ def base_report(config, env, model_config, params):
         params, model_config, env, p, jax.random.key(2000 + i),
         num_problems=config.report.forced_problems, num_samples=config.report.forced_samples,
         temperature=config.report.temperature)
+  _, env_params = envs.make(config.domain, **config.env)
+  train_problems = jax.device_get(splits.sample(
+      env, jax.random.key(3000), env_params, config.report.num_problems, "train"))
+  out["train"] = {"forced_accuracy": forced.forced_accuracy(
+      params, model_config, env, train_problems, jax.random.key(3001),
+      num_problems=config.report.forced_problems, num_samples=config.report.forced_samples,
+      temperature=config.report.temperature)}
   return out

@@ -5,7 +5,8 @@ r"""Pretrain (or reuse) the base model and report what it knows.
 The base model is cached under a key derived from the config (see
 polyepo.pretrain.base_model); the report (pass@k, strategy shares and accuracy,
 forced-strategy accuracy, distinct strategies on the TFDS `test` and `ood`
-splits) is printed with the testbed's targets (`targets`) and saved as
+splits; forced accuracy on training problems beside test's, to tell learning
+from memorising) is printed with the testbed's targets (`targets`) and saved as
 report.json next to the checkpoint.
 """
 
@@ -62,6 +63,15 @@ def format_targets(rows) -> str:
                     for target, value, ok in rows)
 
 
+def format_memorisation(train: Dict[str, Any], test: Dict[str, Any]) -> str:
+  """Forced accuracy per strategy on training vs test problems, side by side."""
+  cell = lambda x: f"{'–':>8}" if x is None else f"{x:>8.3f}"
+  lines = ["== forced accuracy: training vs test problems (a large gap: memorised) ==",
+           f"{'strategy':<24}{'train':>8}{'test':>8}"]
+  lines += [f"{name:<24}{cell(train[name])}{cell(test.get(name))}" for name in train]
+  return "\n".join(lines)
+
+
 def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
@@ -69,8 +79,11 @@ def main(argv):
   env, model_config, params, directory = build.base_model(config)
   print(f"base model: {directory}")
   results = build.base_report(config, env, model_config, params)
-  for split, summary in results.items():
-    print(evaluate.format_report(summary, title=f"== {config.domain} / {split} =="))
+  for split in config.report.splits:
+    print(evaluate.format_report(results[split], title=f"== {config.domain} / {split} =="))
+  if "test" in results:
+    print(format_memorisation(results["train"]["forced_accuracy"],
+                              results["test"]["forced_accuracy"]))
   if "test" in results:
     print("== targets (test) ==\n" + format_targets(targets(results["test"],
                                                             env.strategy_families)))

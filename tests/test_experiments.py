@@ -83,6 +83,23 @@ def test_smoke_run_of_the_critic_configs_on_polynomial_roots(name, cache, tmp_pa
     assert 1 <= record["rollout_states"] <= 2
 
 
+@pytest.mark.slow
+def test_pretrain_reports_the_base_model(cache, tmp_path):
+  """The base-model entry point: every split's report, the targets, and forced
+  accuracy on training problems beside test's for every strategy."""
+  checkpoint = tmp_path / "base"
+  result = _run(["experiments.pretrain", "--config=configs/pretrain.py:size=smoke",
+                 f"--config.checkpoint={checkpoint}"], cache)
+  assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+  report = json.load(open(checkpoint / "report.json"))
+  assert set(report) == {"test", "ood", "train"}
+  strategies = set(report["test"]["strategy_share"]) - {"DEGENERATE"}
+  assert set(report["train"]["forced_accuracy"]) == strategies
+  for section in ("== multiplication / test ==", "== multiplication / ood ==",
+                  "== forced accuracy: training vs test problems", "== targets (test) =="):
+    assert section in result.stdout
+
+
 @pytest.mark.parametrize("override,message", [
     ("--config.train.set_size=4", "set_size must satisfy 1 <= set_size < samples_per_prompt=4"),
     ("--config.train.estimator=a2c", "estimator must be one of 'grpo', 'reward_shaping', "
