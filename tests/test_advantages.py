@@ -48,6 +48,7 @@ def test_closed_forms_equal_enumeration_every_n(N):
                                      err_msg=f"{name} N={N} n={n} {reduction}")
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(st.data())
 def test_generic_estimator_equals_enumeration(data):
@@ -65,6 +66,7 @@ def test_generic_estimator_equals_enumeration(data):
       np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=name)
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(st.data())
 def test_generic_estimator_on_a_sample_of_subsets(data):
@@ -289,6 +291,7 @@ def test_errors_raised_under_jit():
     f(jnp.ones(4), jnp.zeros(4, jnp.int32))
 
 
+@pytest.mark.slow
 def test_jit_and_vmap_over_prompts():
   key = jax.random.key(0)
   B, N, n = 5, 8, 3

@@ -110,6 +110,7 @@ def test_loading_does_not_import_tensorflow(splits):
   subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
 
 
+@pytest.mark.slow
 def test_building_says_what_it_builds_once_and_nothing_else(tmp_path, capfd, caplog):
   """No TFDS "Downloading and preparing ... Unknown size", progress bars or absl
   warnings: one line the first time, nothing when the splits already exist."""

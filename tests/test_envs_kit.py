@@ -162,12 +162,14 @@ def test_vocab_refuses_repeated_tokens():
     text.vocab("+-+")
 
 
+@pytest.mark.slow
 def test_the_readme_domain_passes_the_conformance_suite():
   env = addition_env.Addition()
   testing.check_env(env)
   testing.check_env(env, env.ood_params())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", envs.NAMES)
 def test_domains_pass_the_conformance_suite(name):
   env, params = envs.make(name)

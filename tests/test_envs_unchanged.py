@@ -29,6 +29,7 @@ NUM_PROBLEMS = 128
 STATIC_THEN = {"multiplication": {}, "polynomial_roots": {"max_lead": 3}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("split", ["test", "ood"])
 @pytest.mark.parametrize("name", envs.NAMES)
 def test_same_problems_traces_rewards_and_labels(name, split):

@@ -166,6 +166,7 @@ def test_rewards_are_scored_against_their_own_problems():
   np.testing.assert_array_less(np.abs(means - expected), 4 * sd)
 
 
+@pytest.mark.slow
 def test_kl_to_base_matches_the_exact_kl():
   """Toy choice task (responses of at most 2 tokens): the mean per-response KL
   estimate over 3,000 samples matches KL(policy || base) computed exactly by

@@ -38,7 +38,9 @@ def _smoke(name, domain, cache, tmp_path):
   return workdir, result
 
 
-@pytest.mark.parametrize("name", CONFIGS)
+# The main job's algorithm runs end to end in the default suite; the others are slow.
+@pytest.mark.parametrize("name", [n if n == "poly_epo" else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in CONFIGS])
 def test_smoke_run_of_every_config(name, cache, tmp_path):
   workdir, result = _smoke(name, "multiplication", cache, tmp_path)
   assert "pass@k" in result.stdout
@@ -52,6 +54,7 @@ def test_smoke_run_of_every_config(name, cache, tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_smoke_run_with_bfloat16_matmuls(cache, tmp_path):
   workdir = tmp_path / "bf16"
   result = _run(["experiments.synthetic", "--config=configs/poly_epo.py:size=smoke",
@@ -69,6 +72,7 @@ def test_smoke_run_polynomial_roots(name, cache, tmp_path):
   _smoke(name, "polynomial_roots", cache, tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["ppo", "poly_ppo"])
 def test_smoke_run_of_the_critic_configs_on_polynomial_roots(name, cache, tmp_path):
   """PPO and Poly-PPO on the second domain; Poly-PPO logs its rollout states, vine

@@ -35,6 +35,7 @@ def _brute_openings(env, problems):
   return length, usable
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("domain", envs.NAMES)
 def test_openings_match_brute_force(domain):
   env, params = envs.make(domain)
@@ -87,6 +88,7 @@ def test_forced_accuracy_counts_only_correct_responses_that_follow_the_strategy(
   assert accuracy == pytest.approx(dict(zip(env.strategy_names, expected.tolist())))
 
 
+@pytest.mark.slow
 def test_forced_accuracy_of_an_untrained_model_is_zero_and_of_none_is_none():
   env, params = envs.make("polynomial_roots")
   mc = pretrain.model_config_for(env, width=16, num_layers=1, num_heads=2)

@@ -313,6 +313,7 @@ def test_repeated_cache_is_the_cache_of_repeated_rows(num_kv_heads):
   assert model.repeat_cache(once, 1) is once
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_kv_heads", [1, 2])
 def test_shared_prompt_logprobs_equal_repeated_prompts(num_kv_heads):
   """Running each prompt once for its N responses gives the log-probs, and the

@@ -19,6 +19,7 @@ def env():
   return envs.make("multiplication")
 
 
+@pytest.mark.slow
 def test_corpus_follows_mixture_over_applicable_strategies(env):
   env, params = env
   mixture = (8.0, 0, 0, 0, 0, 0, 1.0, 1.0)  # long_by_b, factor_out, karatsuba
@@ -47,6 +48,7 @@ def test_response_mask_hand_values():
                                 [[1, 1, 1, 0, 0], [1, 0, 0, 0, 0], [1, 1, 1, 1, 1]])
 
 
+@pytest.mark.slow
 def test_loss_goes_down(env):
   env, params = env
   config = pretrain.PretrainConfig(mixture=(1.0,) * 8, slip_rate=0.1, batch_size=32,
@@ -110,6 +112,7 @@ def test_validate_accepts_edges():
                                         warmup_steps=0, weight_decay=0.0), STRATEGIES)
 
 
+@pytest.mark.slow
 def test_base_model_is_cached_and_reused(env, tmp_path):
   env, params = env
   mc = pretrain.model_config_for(env, **SMALL)
@@ -131,6 +134,7 @@ def test_base_model_is_cached_and_reused(env, tmp_path):
   assert directory4 == explicit
 
 
+@pytest.mark.slow
 def test_problems_without_a_weighted_strategy_add_no_loss(env):
   env, params = env
   mixture = (0.0,) * 6 + (1.0, 0.0)  # factor_out only: applies to about half the problems
@@ -142,6 +146,7 @@ def test_problems_without_a_weighted_strategy_add_no_loss(env):
   np.testing.assert_array_equal(np.asarray(mask).any(1), applies)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part", ["opening", "continuation"])
 def test_corpus_parts_split_each_response_at_its_opening(env, part):
   """The preference stage trains skewed demonstrations up to the first token
@@ -168,6 +173,7 @@ def test_corpus_parts_split_each_response_at_its_opening(env, part):
                                   else full[b] & ~in_opening)
 
 
+@pytest.mark.slow
 def test_preference_stage_moves_the_first_token_and_keeps_the_rest(env):
   """After a competence stage, a preference stage that puts all weight on
   karatsuba makes the model start karatsuba, while the other strategies'

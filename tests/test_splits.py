@@ -60,6 +60,7 @@ def test_sample_draws_only_the_split(split):
   assert set(lead.tolist()) == set(range(1, 10))
 
 
+@pytest.mark.slow
 def test_sample_vmaps_over_keys_and_is_deterministic():
   env, params = envs.make("polynomial_roots")
   keys = jax.random.split(jax.random.key(2), 3)

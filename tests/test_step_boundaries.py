@@ -56,6 +56,7 @@ def _grammar_steps(grammar: str):
   return words.count(";") + int(words[words.index("#") - 1] != ";")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("domain", envs.NAMES)
 def test_boundaries_follow_the_grammars(domain):
   """On demonstrations of every strategy (slips included): as many boundaries as

@@ -84,6 +84,7 @@ def test_set_size_sweep_rejects_smoke_size():
     sweep.load_sweep("configs/sweeps/set_size.py:size=smoke")
 
 
+@pytest.mark.slow
 def test_sweep_runs_every_entry_and_logs(tiny_sweep):
   _, sweep_dir, _ = tiny_sweep
   names = sorted(os.listdir(sweep_dir / "runs"))
@@ -96,6 +97,7 @@ def test_sweep_runs_every_entry_and_logs(tiny_sweep):
   assert sorted(e["name"] for e in events if e["event"] == "run") == names
 
 
+@pytest.mark.slow
 def test_sweep_resumes_and_skips_finished_runs(tiny_sweep):
   path, sweep_dir, cache = tiny_sweep
   # Make one run look interrupted after its step-2 checkpoint.
@@ -117,6 +119,7 @@ def test_sweep_resumes_and_skips_finished_runs(tiny_sweep):
   assert (sweep_dir / "runs" / "reward_shaping-smoke-lam=0.1" / "train.jsonl").read_text() == untouched
 
 
+@pytest.mark.slow
 def test_sweep_refuses_a_different_sweep_in_the_same_directory(tiny_sweep, tmp_path):
   _, sweep_dir, cache = tiny_sweep
   other = tmp_path / "other.py"
@@ -135,6 +138,7 @@ def _pass_at_1_by_hand(record, split):
                    for s in record[split]["seeds"]])
 
 
+@pytest.mark.slow
 def test_report_tables_follow_the_run_directories(tiny_sweep, tmp_path):
   _, sweep_dir, _ = tiny_sweep
   written = report.write_report([str(sweep_dir)], str(tmp_path / "a"))
@@ -182,6 +186,7 @@ def test_report_tables_follow_the_run_directories(tiny_sweep, tmp_path):
   assert "## Sweeps" in text
 
 
+@pytest.mark.slow
 def test_summary_json_holds_the_final_evaluations(tiny_sweep, tmp_path):
   _, sweep_dir, _ = tiny_sweep
   report.write_report([str(sweep_dir)], str(tmp_path), plots=False)
@@ -216,6 +221,7 @@ def test_summary_json_holds_the_final_evaluations(tiny_sweep, tmp_path):
   assert (tmp_path / "summary.json").read_text().endswith("}\n")
 
 
+@pytest.mark.slow
 def test_archived_records_regenerate_the_report_byte_for_byte(tiny_sweep, tmp_path):
   """The archive holds everything the report reads: report.md and summary.json
   regenerated from it are the same bytes. This shows determinism and a complete

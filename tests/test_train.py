@@ -66,9 +66,11 @@ ESTIMATORS = {
     "ppo": dict(estimator="ppo"),
     "poly_ppo": dict(estimator="poly_ppo", objective="polychromic"),
 }
+SLOW_ESTIMATORS = ("grpo", "poly_epo_sampled", "ppo", "poly_ppo")  # over 20 s each on 2 cores
 
 
-@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_ESTIMATORS
+                                  else n for n in ESTIMATORS])
 def test_each_estimator_raises_reward_from_a_nontrivial_start(setup, name):
   """20 steps lift the exact expected reward from ~0.1 past the 0.5 that any
   prompt-blind policy is capped at, for both seeds."""
@@ -109,6 +111,7 @@ def _first_token_kl(setup, params):
   return np.asarray(jax.vmap(kl)(params))
 
 
+@pytest.mark.slow
 def test_kl_penalty_pulls_the_policy_back_to_the_base(setup):
   """With every reward 0 only the KL term has a gradient: kl_coef > 0 shrinks the
   KL to the base from a perturbed start; kl_coef = 0 leaves the policy untouched."""
@@ -130,6 +133,7 @@ def test_kl_penalty_pulls_the_policy_back_to_the_base(setup):
   jax.tree.map(lambda a, b: np.testing.assert_array_equal(a[0], b), state.params, policy)
 
 
+@pytest.mark.slow
 def test_the_base_model_is_read_only_for_the_kl_term(setup):
   """kl_coef = 0: a NaN base model changes nothing (rollouts are not scored under
   it) and no KL is logged; kl_coef > 0: it is read (NaN loss) and the KL is logged."""
@@ -170,6 +174,7 @@ def test_equal_rewards_give_no_nan_and_no_update(setup, estimator, extra):
 # -- seeds ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_same_seed_same_run_and_seeds_are_independent(setup):
   keys = _keys(2, offset=3)
   s1, m1 = _run(setup, TINY, keys)
@@ -186,6 +191,7 @@ def test_same_seed_same_run_and_seeds_are_independent(setup):
   assert not np.allclose(m1["entropy"][0], m1["entropy"][1])
 
 
+@pytest.mark.slow
 def test_seed_batches_match_all_seeds_vmapped(setup):
   """3 seeds in batches of 2 (one batch plus a remainder of 1) = all 3 vmapped."""
   env, params, mc, base = setup
@@ -281,6 +287,7 @@ def test_critic_estimators_add_a_zero_value_head_and_leave_the_others_alone(setu
                                     model.forward(base, mc, tokens))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("estimator", ["ppo", "poly_ppo"])
 def test_critic_estimators_with_equal_rewards_do_not_move(setup, estimator):
   """Every reward 0 and V = 0: every advantage and the value loss are 0, no NaN, and
@@ -297,6 +304,7 @@ def test_critic_estimators_with_equal_rewards_do_not_move(setup, estimator):
   np.testing.assert_array_equal(state.params[value_head.KEY]["out"]["kernel"], 0.0)
 
 
+@pytest.mark.slow
 def test_poly_ppo_with_vines_on_a_real_domain_is_deterministic_and_logs_its_states():
   """Multiplication, a small random policy, K = 2 states of N_v = 3 vines per prompt:
   the same state gives the same numbers twice; a prompt has 1 to 1 + K rollout
@@ -421,6 +429,7 @@ class _Interrupted(Exception):
   pass
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("estimator", ["set_rl", "poly_ppo"])
 def test_resume_between_checkpoints_matches_uninterrupted_run(setup, tmp_path, monkeypatch,
                                                               estimator):

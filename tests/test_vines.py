@@ -113,6 +113,7 @@ def _roots():
   return prompts, roots, states
 
 
+@pytest.mark.slow
 def test_vine_logprobs_are_the_policy_continuation_logprobs(policy):
   """Exact: each continuation token's sampling log-prob equals the teacher-forced
   log-prob of the full vine (prompt, prefix, continuation) under the policy; the
@@ -141,6 +142,7 @@ def test_vine_logprobs_are_the_policy_continuation_logprobs(policy):
   assert continuation.sum() > 20
 
 
+@pytest.mark.slow
 def test_vines_are_distributed_as_the_policy_continuation(policy):
   """4000 vines of one state: their first token's frequencies match the policy's
   next-token distribution after prompt + prefix (chi-square), not after the prompt."""
