@@ -3,7 +3,7 @@ r"""Pretraining the base model.
   python -m experiments.pretrain --config=configs/pretrain.py:domain=multiplication
   python -m experiments.pretrain --config=configs/pretrain.py:domain=polynomial_roots,size=smoke
 
-size=default takes about 13 minutes (multiplication) on a 2-core CPU; size=smoke in under a minute
+size=default takes 14-24 minutes (multiplication) on a 2-core CPU; size=smoke in under a minute
 (tests use it). Defaults are written once, in the dataclasses the fields unpack
 into (polyepo.model.TransformerConfig, polyepo.pretrain.PretrainConfig); this file
 lists and comments every field, and sets the per-domain values and the sizes.
