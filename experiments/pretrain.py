@@ -84,7 +84,6 @@ def main(argv):
   if "test" in results:
     print(format_memorisation(results["train"]["forced_accuracy"],
                               results["test"]["forced_accuracy"]))
-  if "test" in results:
     print("== targets (test) ==\n" + format_targets(targets(results["test"],
                                                             env.strategy_families)))
   with open(os.path.join(directory, "report.json"), "w") as f:
