@@ -39,6 +39,8 @@ def _sweep(args, cache, timeout=900):
                         env=_env(cache), capture_output=True, text=True, timeout=timeout)
 
 
+# Its tests share an xdist group (pytest.ini: --dist loadgroup), so one worker
+# runs the sweep, once.
 @pytest.fixture(scope="module")
 def tiny_sweep(tmp_path_factory):
   tmp = tmp_path_factory.mktemp("sweep")
@@ -85,6 +87,7 @@ def test_set_size_sweep_rejects_smoke_size():
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("tiny_sweep")
 def test_sweep_runs_every_entry_and_logs(tiny_sweep):
   _, sweep_dir, _ = tiny_sweep
   names = sorted(os.listdir(sweep_dir / "runs"))
@@ -98,6 +101,7 @@ def test_sweep_runs_every_entry_and_logs(tiny_sweep):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("tiny_sweep")
 def test_sweep_resumes_and_skips_finished_runs(tiny_sweep):
   path, sweep_dir, cache = tiny_sweep
   # Make one run look interrupted after its step-2 checkpoint.
@@ -120,6 +124,7 @@ def test_sweep_resumes_and_skips_finished_runs(tiny_sweep):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("tiny_sweep")
 def test_sweep_refuses_a_different_sweep_in_the_same_directory(tiny_sweep, tmp_path):
   _, sweep_dir, cache = tiny_sweep
   other = tmp_path / "other.py"
@@ -139,6 +144,7 @@ def _pass_at_1_by_hand(record, split):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("tiny_sweep")
 def test_report_tables_follow_the_run_directories(tiny_sweep, tmp_path):
   _, sweep_dir, _ = tiny_sweep
   written = report.write_report([str(sweep_dir)], str(tmp_path / "a"))
@@ -187,6 +193,7 @@ def test_report_tables_follow_the_run_directories(tiny_sweep, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("tiny_sweep")
 def test_summary_json_holds_the_final_evaluations(tiny_sweep, tmp_path):
   _, sweep_dir, _ = tiny_sweep
   report.write_report([str(sweep_dir)], str(tmp_path), plots=False)
@@ -222,6 +229,7 @@ def test_summary_json_holds_the_final_evaluations(tiny_sweep, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("tiny_sweep")
 def test_archived_records_regenerate_the_report_byte_for_byte(tiny_sweep, tmp_path):
   """The archive holds everything the report reads: report.md and summary.json
   regenerated from it are the same bytes. This shows determinism and a complete
