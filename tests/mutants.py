@@ -8,10 +8,12 @@ r"""Mutation check: break the core on purpose and see that the tests notice.
 Each mutant replaces one snippet of one source file (the snippet must occur
 exactly once, so a stale mutant fails loudly instead of testing nothing) in a
 temporary copy of the repository, then runs pytest there on the tests that
-should notice it, slow ones included. A mutant is *killed* when pytest fails and
-*survives* when it passes; survivors are listed at the end and make the exit status 1. The
-unmutated copy runs first and must pass, and must import the copy's packages,
-not the checkout's. On 2 cores the whole list takes about 11 minutes.
+should notice it (default selection: a mutant whose killer is a slow test
+names "-m", "slow or not slow" in its tests). A mutant is *killed* when pytest
+fails and *survives* when it passes; survivors are listed at the end and make
+the exit status 1. The unmutated copy runs first and must pass, and must import
+the copy's packages, not the checkout's. On 2 cores the whole list takes about
+11 minutes.
 """
 
 import argparse
@@ -140,7 +142,7 @@ MUTANTS = (
     Mutant("resume_keeps_stale_logs", "polyepo/loop.py",
            'writers.truncate_jsonl(os.path.join(workdir, f"{name}.jsonl"), start)',
            "pass",
-           ("tests/test_train.py", "-k", "resume"),
+           ("tests/test_train.py", "-k", "resume", "-m", "slow or not slow"),
            "a resumed run keeps the records logged after its last checkpoint"),
     # -- polyepo/advantages.py ---------------------------------------------------
     Mutant("polychromic_closed_form_sign", "polyepo/advantages.py",
@@ -252,8 +254,6 @@ def copy_repository(destination: str) -> None:
 def pytest(root: str, args: Sequence[str], workers: int, timeout: int):
   """(passed, seconds, the first failing test or the output's tail) of pytest in `root`."""
   command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"]
-  if args:  # a mutant's own tests, the slow ones included
-    command += ["-m", "slow or not slow"]
   if workers > 1:
     command += ["-n", str(workers)]
   tic = time.perf_counter()
