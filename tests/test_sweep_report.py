@@ -34,7 +34,7 @@ def _records(path):
           for r in writers.read_jsonl(str(path))]
 
 
-def _sweep(args, cache, timeout=900):
+def _sweep(args, cache, timeout=1800):
   return subprocess.run([sys.executable, "-m", "experiments.sweep", *args], cwd=ROOT,
                         env=_env(cache), capture_output=True, text=True, timeout=timeout)
 
