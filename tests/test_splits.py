@@ -54,6 +54,9 @@ def test_sample_draws_only_the_split(split):
   env, params = envs.make("multiplication")
   problems = jax.jit(lambda k: splits.sample(env, k, params, 512, split))(jax.random.key(1))
   assert np.asarray(splits.in_split(problems, split)).all()
+  # By hand: validation is bucket 0, test bucket 1, train the other six.
+  buckets = set(np.asarray(splits.bucket(problems)).tolist())
+  assert buckets <= {"validation": {0}, "test": {1}, "train": set(range(2, 8))}[split]
   # Conditioning on the split keeps the distribution's support: every leading
   # digit still occurs.
   lead = np.asarray(problems.a) // 10
