@@ -1,7 +1,10 @@
 """Shared pytest configuration."""
 
+import getpass
 import os
+import tempfile
 
+import jax
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -9,3 +12,14 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile("ci", parent=settings.get_profile("default"), derandomize=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+# One persistent XLA compilation cache for the tests, their xdist workers and the
+# subprocesses they start (which inherit the environment): a computation compiled
+# once is loaded, not recompiled, by every later test or run that builds the same
+# program. The key is the compiled program itself, so changed code recompiles.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(
+    tempfile.gettempdir(), f"polyepo-tests-jax-cache-{getpass.getuser()}"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
+jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
+jax.config.update("jax_persistent_cache_min_compile_time_secs",
+                  float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))

@@ -9,7 +9,7 @@ Each mutant replaces one snippet of one source file (the snippet must occur
 exactly once, so a stale mutant fails loudly instead of testing nothing) in a
 temporary copy of the repository, then runs pytest there on the tests that
 should notice it (default selection: a mutant whose killer is a slow test
-names "-m", "slow or not slow" in its tests). A mutant is *killed* when pytest
+ends its tests with `*WITH_SLOW`). A mutant is *killed* when pytest
 fails and *survives* when it passes; survivors are listed at the end and make
 the exit status 1. The unmutated copy runs first and must pass, and must import
 the copy's packages, not the checkout's. On 2 cores the whole list takes about
@@ -26,6 +26,7 @@ import time
 from typing import NamedTuple, Sequence, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WITH_SLOW = ("-m", "slow or not slow")  # for a mutant whose killers are slow tests
 
 
 class Mutant(NamedTuple):
@@ -110,12 +111,12 @@ MUTANTS = (
            "losses.PGLossConfig(config.eps_low, config.eps_high, config.aggregation,\n"
            "                                    config.kl_coef)",
            "losses.PGLossConfig(config.eps_low, config.eps_high, config.aggregation, 0.0)",
-           ("tests/test_train.py", "-k", "kl", "-m", "slow or not slow"),
+           ("tests/test_train.py", "-k", "kl", *WITH_SLOW),
            "kl_coef never reaches the loss"),
     Mutant("critic_advantage_sign_flipped", "polyepo/train.py",
            "advantages = poly_ppo.token_advantages(groups, loss_mask, config.normalize)",
            "advantages = -poly_ppo.token_advantages(groups, loss_mask, config.normalize)",
-           ("tests/test_train.py", "-k", "ppo", "-m", "slow or not slow"),
+           ("tests/test_train.py", "-k", "ppo", *WITH_SLOW),
            "PPO and Poly-PPO push the policy away from high-advantage tokens"),
     # -- polyepo/gae.py, polyepo/vines.py, polyepo/poly_ppo.py -------------------
     Mutant("gae_lambda_dropped", "polyepo/gae.py",
@@ -131,7 +132,7 @@ MUTANTS = (
     Mutant("vine_prefix_off_by_one", "polyepo/vines.py",
            "prefix = jnp.where(jnp.arange(length) < position, roots[root], pad_id)",
            "prefix = jnp.where(jnp.arange(length) <= position, roots[root], pad_id)",
-           ("tests/test_vines.py", "-m", "slow or not slow"),
+           ("tests/test_vines.py", *WITH_SLOW),
            "vines continue a prefix one token longer than their state"),
     Mutant("vine_sets_include_roots", "polyepo/poly_ppo.py",
            "roots = one_set(rewards[:num_roots], labels[:num_roots], keys[0])",
@@ -142,7 +143,7 @@ MUTANTS = (
     Mutant("resume_keeps_stale_logs", "polyepo/loop.py",
            'writers.truncate_jsonl(os.path.join(workdir, f"{name}.jsonl"), start)',
            "pass",
-           ("tests/test_train.py", "-k", "resume", "-m", "slow or not slow"),
+           ("tests/test_train.py", "-k", "resume", *WITH_SLOW),
            "a resumed run keeps the records logged after its last checkpoint"),
     # -- polyepo/advantages.py ---------------------------------------------------
     Mutant("polychromic_closed_form_sign", "polyepo/advantages.py",
@@ -190,7 +191,7 @@ MUTANTS = (
     Mutant("opening_one_token_short", "polyepo/forced.py",
            "  length = jnp.max(jnp.where(others, common, 0), axis=-1) + 1",
            "  length = jnp.max(jnp.where(others, common, 0), axis=-1)",
-           ("tests/test_forced.py", "-m", "slow or not slow"),
+           ("tests/test_forced.py", *WITH_SLOW),
            "the opening stops one token before the one that tells the strategy apart"),
     Mutant("decoy_mass_inverted", "polyepo/evaluate.py",
            "decoy = (one_hot & ~correct_by_strategy[:, None, :]).any(-1)",

@@ -40,8 +40,9 @@ def _sweep(args, cache, timeout=1800):
 
 
 # Its tests share an xdist group (pytest.ini: --dist loadgroup), so one worker
-# runs the sweep, once.
-@pytest.fixture(scope="module")
+# runs the sweep, and the fixture is session-scoped so that it runs once even when
+# that worker takes other modules' tests between this module's.
+@pytest.fixture(scope="session")
 def tiny_sweep(tmp_path_factory):
   tmp = tmp_path_factory.mktemp("sweep")
   path = tmp / "tiny.py"
