@@ -1,5 +1,6 @@
 """experiments.sweep and experiments.report end to end on a tiny sweep."""
 
+import fcntl
 import json
 import os
 import shutil
@@ -39,17 +40,27 @@ def _sweep(args, cache, timeout=1800):
                         env=_env(cache), capture_output=True, text=True, timeout=timeout)
 
 
-# Its tests share an xdist group (pytest.ini: --dist loadgroup), so one worker
-# runs the sweep, and the fixture is session-scoped so that it runs once even when
-# that worker takes other modules' tests between this module's.
 @pytest.fixture(scope="session")
-def tiny_sweep(tmp_path_factory):
-  tmp = tmp_path_factory.mktemp("sweep")
-  path = tmp / "tiny.py"
-  path.write_text(TINY_SWEEP)
-  sweep_dir = tmp / "out"
-  result = _sweep([f"--sweep={path}", f"--sweep_dir={sweep_dir}", "--parallel=2"], str(tmp))
-  assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+def tiny_sweep(tmp_path_factory, worker_id):
+  """(sweep file, sweep directory, cache directory), built once per test session.
+
+  Under xdist every worker has this session fixture; they share one sweep through
+  the workers' common temporary root, and the first to take the lock builds it.
+  Tests must not change it: the resume test works on its own copy.
+  """
+  root = tmp_path_factory.getbasetemp()
+  root = root if worker_id == "master" else root.parent
+  tmp = root / "tiny_sweep"
+  path, sweep_dir = tmp / "tiny.py", tmp / "out"
+  with open(root / "tiny_sweep.lock", "w") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    if not (tmp / "built").exists():
+      shutil.rmtree(tmp, ignore_errors=True)
+      tmp.mkdir()
+      path.write_text(TINY_SWEEP)
+      result = _sweep([f"--sweep={path}", f"--sweep_dir={sweep_dir}", "--parallel=2"], str(tmp))
+      assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+      (tmp / "built").write_text("")
   return path, sweep_dir, str(tmp)
 
 
@@ -88,7 +99,6 @@ def test_set_size_sweep_rejects_smoke_size():
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("tiny_sweep")
 def test_sweep_runs_every_entry_and_logs(tiny_sweep):
   _, sweep_dir, _ = tiny_sweep
   names = sorted(os.listdir(sweep_dir / "runs"))
@@ -102,9 +112,10 @@ def test_sweep_runs_every_entry_and_logs(tiny_sweep):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("tiny_sweep")
-def test_sweep_resumes_and_skips_finished_runs(tiny_sweep):
-  path, sweep_dir, cache = tiny_sweep
+def test_sweep_resumes_and_skips_finished_runs(tiny_sweep, tmp_path):
+  path, shared, cache = tiny_sweep
+  sweep_dir = tmp_path / "out"
+  shutil.copytree(shared, sweep_dir)
   # Make one run look interrupted after its step-2 checkpoint.
   work = sweep_dir / "runs" / "grpo-smoke"
   finished = {name: _records(work / f"{name}.jsonl") for name in ("train", "eval")}
@@ -125,7 +136,6 @@ def test_sweep_resumes_and_skips_finished_runs(tiny_sweep):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("tiny_sweep")
 def test_sweep_refuses_a_different_sweep_in_the_same_directory(tiny_sweep, tmp_path):
   _, sweep_dir, cache = tiny_sweep
   other = tmp_path / "other.py"
@@ -145,7 +155,6 @@ def _pass_at_1_by_hand(record, split):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("tiny_sweep")
 def test_report_tables_follow_the_run_directories(tiny_sweep, tmp_path):
   _, sweep_dir, _ = tiny_sweep
   written = report.write_report([str(sweep_dir)], str(tmp_path / "a"))
@@ -194,7 +203,6 @@ def test_report_tables_follow_the_run_directories(tiny_sweep, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("tiny_sweep")
 def test_summary_json_holds_the_final_evaluations(tiny_sweep, tmp_path):
   _, sweep_dir, _ = tiny_sweep
   report.write_report([str(sweep_dir)], str(tmp_path), plots=False)
@@ -230,7 +238,6 @@ def test_summary_json_holds_the_final_evaluations(tiny_sweep, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("tiny_sweep")
 def test_archived_records_regenerate_the_report_byte_for_byte(tiny_sweep, tmp_path):
   """The archive holds everything the report reads: report.md and summary.json
   regenerated from it are the same bytes. This shows determinism and a complete
