@@ -138,17 +138,6 @@ def sample_responses(params, model_config, env, problems, key, *, num_samples: i
   return Samples(rewards, labels, lengths, branch, answers, kl, applicable)
 
 
-def family_labels(labels: np.ndarray, strategy_families) -> np.ndarray:
-  """i32[...]: each strategy label replaced by its family's index (DEGENERATE kept).
-
-  Families are numbered in sorted order of their names. labels: i32[...];
-  strategy_families: the family of each strategy (K strings).
-  """
-  names = sorted(set(strategy_families))
-  family_of = np.asarray([names.index(f) for f in strategy_families], np.int32)
-  return np.where(labels == DEGENERATE, DEGENERATE, family_of[np.maximum(labels, 0)])
-
-
 def summarize(samples: Samples, strategy_names, strategy_families=None) -> Dict[str, Any]:
   """Summary statistics of sampled responses (plain Python numbers and lists).
 
@@ -210,7 +199,7 @@ def summarize(samples: Samples, strategy_names, strategy_families=None) -> Dict[
   distinct_correct = np.asarray(jax.vmap(metrics.distinct_correct_strategies)(
       jnp.asarray(rewards), jnp.asarray(labels)))
   distinct_correct_families = np.asarray(jax.vmap(metrics.distinct_correct_strategies)(
-      jnp.asarray(rewards), jnp.asarray(family_labels(labels, families))))
+      jnp.asarray(rewards), metrics.family_labels(labels, families)))
   # decoys: per problem, strategies with samples but no correct sample
   one_hot = labels[..., None] == np.arange(len(names))            # [P, S, K]
   correct_by_strategy = (one_hot & (rewards[..., None] > 0)).any(1)  # [P, K]

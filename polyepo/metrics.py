@@ -133,3 +133,15 @@ def top_answer_share(answers: jax.Array) -> jax.Array:
   counts = jnp.sum((answers[:, None] == answers[None, :]) & votes[None, :], -1)
   top = jnp.max(jnp.where(votes, counts, 0))
   return top.astype(jnp.float32) / answers.shape[0]
+
+
+def family_labels(labels, strategy_families) -> jnp.ndarray:
+  """i32[...]: each strategy label replaced by its family's index (DEGENERATE kept).
+
+  Families are numbered in sorted order of their names. labels: i32[...];
+  strategy_families: the family of each strategy (K strings, static under jit).
+  """
+  names = sorted(set(strategy_families))
+  family_of = jnp.asarray([names.index(f) for f in strategy_families], jnp.int32)
+  labels = jnp.asarray(labels)
+  return jnp.where(labels == DEGENERATE, DEGENERATE, family_of[jnp.maximum(labels, 0)])

@@ -326,8 +326,6 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
   loss_config = losses.PGLossConfig(config.eps_low, config.eps_high, config.aggregation,
                                     config.kl_coef)
   num_strategies = len(env.strategy_names)
-  family_names = sorted(set(env.strategy_families))
-  family_of = jnp.asarray([family_names.index(f) for f in env.strategy_families], jnp.int32)
 
   def init(params, key):
     """A state whose policy starts from `params` (the base model); key: u32[2]."""
@@ -492,7 +490,7 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     counts = jax.vmap(lambda l: metrics.strategy_counts(l, num_strategies))(label)
     correct_label = jnp.where(reward > 0, label, DEGENERATE)
     correct_counts = jax.vmap(lambda l: metrics.strategy_counts(l, num_strategies))(correct_label)
-    family = jnp.where(label == DEGENERATE, DEGENERATE, family_of[jnp.maximum(label, 0)])
+    family = metrics.family_labels(label, env.strategy_families)
     step_metrics = dict(
         loss_metrics,
         reward=jnp.mean(reward),

@@ -205,7 +205,7 @@ MUTANTS = (
            ("tests/test_evaluate.py",),
            "per-strategy accuracy counts problems the strategy does not apply to"),
     Mutant("families_counted_as_strategies", "polyepo/evaluate.py",
-           "jnp.asarray(rewards), jnp.asarray(family_labels(labels, families))))",
+           "jnp.asarray(rewards), metrics.family_labels(labels, families)))",
            "jnp.asarray(rewards), jnp.asarray(labels)))",
            ("tests/test_evaluate.py",),
            "distinct correct families counts strategies, not their families"),
