@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import envs
-from polyepo import evaluate, metrics, model, pretrain
+from polyepo import evaluate, model, pretrain
 
 
 def test_summarize_hand_values():
@@ -91,13 +91,6 @@ def test_summarize_families_applicability_and_per_problem_hand_values():
     evaluate.summarize(samples, names, ("x", "x", "y"))
   with pytest.raises(ValueError, match="applicable has shape"):
     evaluate.summarize(samples._replace(applicable=applicable[:, :3]), names)
-
-
-def test_family_labels_hand_values():
-  labels = np.array([[0, 1, 2, -1]], np.int32)
-  # families sorted: long -> 0, split -> 1; DEGENERATE stays -1.
-  np.testing.assert_array_equal(metrics.family_labels(labels, ("split", "long", "split")),
-                                [[1, 0, 1, -1]])
 
 
 @pytest.mark.parametrize("kwargs,match", [

@@ -109,3 +109,10 @@ def test_decoy_mass_hand_values():
   labels = jnp.array([0, 0, 1, 1, 2, -1])
   assert float(metrics.decoy_mass(rewards, labels)) == pytest.approx(2 / 6)
   assert float(metrics.decoy_mass(jnp.zeros(3), jnp.array([-1, -1, -1]))) == 0.0
+
+
+def test_family_labels_hand_values():
+  labels = np.array([[0, 1, 2, -1]], np.int32)
+  # families sorted: long -> 0, split -> 1; DEGENERATE stays -1.
+  np.testing.assert_array_equal(metrics.family_labels(labels, ("split", "long", "split")),
+                                [[1, 0, 1, -1]])
