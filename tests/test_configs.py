@@ -83,7 +83,8 @@ def test_the_main_job_runs_with_the_values_it_always_had():
       preference_learning_rate=3e-4, batch_size=256, learning_rate=3e-3, warmup_steps=50,
       end_lr_ratio=0.05, weight_decay=0.01, grad_clip=1.0, steps_per_chunk=50)
   roots = pretrain_config.get_config("domain=polynomial_roots").pretrain
-  assert (roots.slip_rate, roots.num_steps, roots.preference_steps) == (0.1, 1000, 150)
+  assert (roots.slip_rate, roots.num_steps, roots.preference_steps,
+          roots.weight_decay) == (0.1, 1000, 150, 1.0)
   assert reward_shaping.get_config().train.lam == 0.3
   assert grpo.get_config().train.estimator == "grpo"
   assert pass_at_k.get_config().train.objective == "pass_at_n"
