@@ -44,7 +44,8 @@ def test_config_fields_are_exactly_the_dataclass_fields(name, size):
 def test_default_size_takes_the_dataclass_defaults(name, domain):
   """size=default changes nothing but the algorithm's fields and the per-domain
   pretraining values (mixture, slip_rate, num_steps: no dataclass default; the
-  preference stage's mixture and steps: by default no preference stage)."""
+  preference stage's mixture and steps: by default no preference stage; the
+  weight decay)."""
   config = ALGORITHMS[name].get_config(f"domain={domain}")
   defaults = _defaults(train.TrainConfig)
   assert {k for k in defaults if config.train[k] != defaults[k]} <= ALGORITHM_FIELDS
@@ -52,7 +53,7 @@ def test_default_size_takes_the_dataclass_defaults(name, domain):
   pretrain_defaults = _defaults(pretrain.PretrainConfig)
   assert set(pretrain_defaults) == _names(pretrain.PretrainConfig) - {
       "mixture", "slip_rate", "num_steps"}
-  per_domain = {"preference_mixture", "preference_steps"}
+  per_domain = {"preference_mixture", "preference_steps", "weight_decay"}
   assert {k: config.base.pretrain[k] for k in pretrain_defaults if k not in per_domain} == {
       k: v for k, v in pretrain_defaults.items() if k not in per_domain}
   model_defaults = model.TransformerConfig()
