@@ -72,6 +72,8 @@ def test_run_names_show_what_varies():
   headline = sweep.load_sweep("configs/sweeps/headline.py")
   assert len(headline) == 8 and len({r.name for r in headline}) == 8
   assert {r.overrides["run.num_seeds"] for r in headline} == {3}
+  one = sweep.load_sweep("configs/sweeps/headline.py:domains=multiplication")
+  assert [r.name for r in one] == [r.name for r in headline if "multiplication" in r.name]
   longer = sweep.load_sweep("configs/sweeps/longer.py:domains=polynomial_roots,steps=300")
   assert [r.name for r in longer] == ["grpo-polynomial_roots-default",
                                       "poly_epo-polynomial_roots-default"]

@@ -9,7 +9,8 @@ last runs are the correct-only-diversity ablation (`polychromic_correct_only`:
 diversity counted among correct responses only). Evaluation draws 64 samples
 per problem so that pass@64 and 64-sample majority votes can be reported.
 
-Config string: size=smoke|default|paper (default), seeds=3.
+Config string: domains=all|multiplication|polynomial_roots (all: both domains, in
+that order), size=smoke|default|paper (default), seeds=3.
 """
 
 from configs import choices
@@ -35,13 +36,14 @@ def domains(value: str):
 
 
 def get_sweep(arg=None):
-  args = choices.parse_arg(arg, size="default", seeds=3)
+  args = choices.parse_arg(arg, domains="all", size="default", seeds=3)
   shared = shared_overrides(args.seeds, args.size)
+  chosen = domains(args.domains)
   runs = [(f"configs/{algorithm}.py", f"domain={domain},size={args.size}", dict(shared))
-          for domain in choices.DOMAINS for algorithm in ALGORITHMS]
+          for domain in chosen for algorithm in ALGORITHMS]
   runs += [("configs/poly_epo.py", f"domain={domain},size={args.size}",
             dict(shared, **{"train.objective": "polychromic_correct_only"}))
-           for domain in choices.DOMAINS]
+           for domain in chosen]
   return runs
 
 
