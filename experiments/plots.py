@@ -299,33 +299,40 @@ def plot_exploration(runs, domains, path, window=10) -> bool:
 
 
 def plot_shaping_lambda(runs, domains, path) -> bool:
-  """Final test metrics against λ; False (no plot) when λ was not swept."""
+  """Reward shaping's final test pass@1 and distinct correct strategies against λ,
+  with Poly-EPO (no λ) as a band, one row per domain; False (no plot) when λ was
+  not swept."""
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
   shaping = [r for r in runs if r.algorithm == "Reward shaping" and records.is_complete(r)]
   if len({r.lam for r in shaping}) < 2:
     return False
-  panels = [("pass@1", "test pass@1"), ("pass@32", "test pass@32"),
-            ("distinct_correct", "distinct correct (test)")]
-  fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.8), squeeze=False)
-  for domain in domains:
+  panels = [("pass@1", "test pass@1"), ("distinct_correct", "distinct correct (test)")]
+  fig, axes = plt.subplots(len(domains), len(panels), figsize=(5 * len(panels),
+                                                              3.4 * len(domains)), squeeze=False)
+  for i, domain in enumerate(domains):
     group = sorted((r for r in shaping if r.domain == domain), key=lambda r: r.lam)
-    if not group:
-      continue
-    for j, (key, title) in enumerate(panels):
+    poly = records.select_rows(runs, domain).get("Poly-EPO")
+    title = records.DOMAIN_TITLES.get(domain, domain)
+    for j, (key, name) in enumerate(panels):
+      ax = axes[i, j]
       intervals = [records.value(r.evals[-1], "test", key) for r in group]
-      lams = [r.lam for r, i in zip(group, intervals) if i is not None]
-      intervals = [i for i in intervals if i is not None]
+      lams = [r.lam for r, v in zip(group, intervals) if v is not None]
+      intervals = [v for v in intervals if v is not None]
       if intervals:
-        mean = np.array([i.mean for i in intervals])
-        yerr = np.array([[m - i.low for m, i in zip(mean, intervals)],
-                         [i.high - m for m, i in zip(mean, intervals)]])
-        axes[0, j].errorbar(lams, mean, yerr=yerr, marker="o", capsize=3,
-                            label=records.DOMAIN_TITLES.get(domain, domain))
-      axes[0, j].set_xscale("log")
-      axes[0, j].set_xlabel("λ (weight of the diversity bonus)")
-      axes[0, j].set_title(title)
-      axes[0, j].grid(alpha=0.3)
-  axes[0, 0].legend(fontsize=8)
-  _save(fig, path, "Reward shaping: final evaluation against λ (bars: 95% bootstrap interval "
-        "over problems and seeds)")
+        mean = np.array([v.mean for v in intervals])
+        yerr = np.array([[m - v.low for m, v in zip(mean, intervals)],
+                         [v.high - m for m, v in zip(mean, intervals)]])
+        ax.errorbar(lams, mean, yerr=yerr, marker="o", capsize=3,
+                    color=records.COLORS["Reward shaping"], label="reward shaping")
+      band = poly and records.value(poly["record"], "test", key)
+      if band:
+        ax.axhspan(band.low, band.high, color=records.COLORS["Poly-EPO"], alpha=0.2)
+        ax.axhline(band.mean, color=records.COLORS["Poly-EPO"], label="Poly-EPO (no λ)")
+      ax.set_xscale("log")
+      ax.set_xlabel("λ (weight of the diversity bonus)")
+      ax.set_title(f"{title}: {name}")
+      ax.grid(alpha=0.3)
+      ax.legend(fontsize=8)
+  _save(fig, path, "Reward shaping against λ vs Poly-EPO, final evaluation (bars and band: "
+        "95% bootstrap interval over problems and seeds)")
   return True

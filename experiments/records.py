@@ -25,10 +25,12 @@ PER_PROBLEM_KEYS = {"distinct_correct": "distinct_correct", "distinct": "distinc
                     "branch_point": "branch_point", "majority_vote": "majority_vote"}
 DISCOVERY_SHARE = 0.01  # a strategy is discovered once this share of rollouts is correct with it
 RARE_SHARE = 0.01       # a strategy is rare under this share of the base model's test samples
-ORDER = ("Base", "GRPO", "Dr. GRPO", "Reward shaping", "Poly-EPO")
+ORDER = ("Base", "GRPO", "Dr. GRPO", "Reward shaping", "Poly-EPO",
+         "Poly-EPO (correct-only diversity)", "PPO", "Poly-PPO")
 COLORS = {"Base": "0.45", "GRPO": "tab:red", "Dr. GRPO": "tab:pink",
           "Reward shaping": "tab:orange", "Poly-EPO": "tab:blue",
-          "Poly-EPO (correct-only diversity)": "tab:purple"}
+          "Poly-EPO (correct-only diversity)": "tab:purple", "PPO": "tab:brown",
+          "Poly-PPO": "tab:cyan"}
 DOMAIN_TITLES = {"multiplication": "Multiplication", "polynomial_roots": "Polynomial roots"}
 
 
@@ -50,10 +52,14 @@ def algorithm_label(config: Dict[str, Any]) -> str:
     return "GRPO" if t["normalize"] else "Dr. GRPO"
   if t["estimator"] == "reward_shaping":
     return "Reward shaping"
+  if t["estimator"] == "ppo":
+    return "PPO"
   names = {"polychromic": "Poly-EPO",
            "polychromic_correct_only": "Poly-EPO (correct-only diversity)",
            "pass_at_n": "Set RL pass@n", "mean_reward": "Set RL mean reward", "srl": "Set RL f_srl"}
   label = names.get(t["objective"], f"Set RL {t['objective']}")
+  if t["estimator"] == "poly_ppo":
+    return "Poly-PPO" if t["objective"] == "polychromic" else f"Poly-PPO ({label})"
   return label if t["estimator"] == "set_rl" else f"{t['estimator']} {label}"
 
 
@@ -139,13 +145,71 @@ def num_seeds(record: Dict[str, Any], split: str) -> int:
   return len(record[split]["seeds"])
 
 
+# -- choosing among settings ------------------------------------------------------
+
+# The tuning criterion, declared before any tuning run: the final evaluation's
+# pass@1 on `validation` (mean over seeds and problems), the highest wins; ties go
+# to the setting first in `setting` order (smaller learning rate first). `test`
+# and `ood` never choose anything.
+CRITERION = ("validation", "pass@1")
+# The config.train fields a tuning grid varies, per estimator (every estimator:
+# the learning rate); with `objective`, which names the algorithm, they are the
+# overrides that reproduce a run's setting from its config file.
+KNOBS = {"reward_shaping": ("lam",), "set_rl": ("set_size", "normalize"),
+         "poly_ppo": ("set_size",)}
+
+
+def setting(run: RunRecord) -> Dict[str, Any]:
+  """{override key: value}: the run's config file's values it was given (learning
+  rate, the estimator's KNOBS, objective where it names the algorithm)."""
+  t = run.config["train"]
+  out = {"train.learning_rate": t["learning_rate"]}
+  out.update({f"train.{k}": t[k] for k in KNOBS.get(t["estimator"], ())})
+  if t["estimator"] in ("set_rl", "poly_ppo"):
+    out["train.objective"] = t["objective"]
+  return out
+
+
+def criterion(run: RunRecord) -> Optional[float]:
+  """The tuning criterion of a run's final evaluation; None without `validation`."""
+  values = per_problem(run.evals[-1], *CRITERION)
+  return None if values is None else float(values.mean())
+
+
+def choose(group: Sequence[RunRecord]) -> RunRecord:
+  """The run of `group` (one algorithm's settings) with the best CRITERION.
+
+  Raises ValueError if a run has no `validation` evaluation: a choice is never
+  made on `test` or `ood`.
+  """
+  missing = [r.name for r in group if criterion(r) is None]
+  if missing:
+    raise ValueError(f"runs {missing} have no final {CRITERION[0]!r} evaluation, which "
+                     f"chooses among settings ({CRITERION[1]}); rerun them with "
+                     f"{CRITERION[0]!r} in run.eval_splits.")
+  return max(in_grid_order(group), key=criterion)   # max keeps the first of equal values
+
+
+def in_grid_order(group: Sequence[RunRecord]) -> List[RunRecord]:
+  """One algorithm's runs by setting: learning rate, then the knobs (as `setting` lists them)."""
+  return sorted(group, key=lambda r: tuple(setting(r).values()))
+
+
+def describe(values: Dict[str, Any]) -> str:
+  """A setting in words: 'lr=3e-05, λ=0.3' (objective left out: it is in the label)."""
+  names = {"train.learning_rate": "lr", "train.lam": "λ", "train.set_size": "n",
+           "train.normalize": "normalize"}
+  return ", ".join(f"{names[k]}={v:g}" if isinstance(v, float) else f"{names[k]}={v}"
+                   for k, v in values.items() if k in names)
+
+
 def select_rows(runs: List[RunRecord], domain: str) -> Dict[str, Dict[str, Any]]:
   """{row label: {"record": eval record, "run": RunRecord, "note": str}} of one domain.
 
   Base is the step-0 evaluation of the first complete run (all runs of a domain
   start from the same base model and evaluate it with the same keys). Among
-  several reward-shaping runs the best λ by final test pass@32 is kept (pass@k at
-  the largest k evaluated when fewer than 32 samples were drawn; ties: smallest λ).
+  several runs of one algorithm (a grid of settings) the row is the one `choose`
+  picks by the tuning criterion on `validation`.
   """
   runs = [r for r in runs if r.domain == domain and is_complete(r)]
   rows = {}
@@ -157,19 +221,12 @@ def select_rows(runs: List[RunRecord], domain: str) -> Dict[str, Dict[str, Any]]
   for run in runs:
     by_label.setdefault(run.algorithm, []).append(run)
   for label, group in by_label.items():
-    if label == "Reward shaping" and len(group) > 1:
-      k = min(32, min(int(r.evals[-1]["test"]["mean"]["num_samples"]) for r in group))
-      def score(run):
-        return per_problem(run.evals[-1], "test", f"pass@{k}").mean()
-      best = max(sorted(group, key=lambda r: r.lam), key=score)  # ties: the smallest λ
-      note = (f"λ={best.lam:g}, best test pass@{k} of λ = "
-              + ", ".join(f"{l:g}" for l in sorted({r.lam for r in group})))
-      rows[label] = {"record": best.evals[-1], "run": best, "note": note}
-    else:
-      note = f"λ={group[0].lam:g}" if group[0].lam is not None else ""
-      if len(group) > 1:
-        note = (note + "; " if note else "") + f"{len(group)} runs, first shown ({group[0].name})"
-      rows[label] = {"record": group[0].evals[-1], "run": group[0], "note": note}
+    best = choose(group) if len(group) > 1 else group[0]
+    note = f"λ={best.lam:g}" if best.lam is not None else ""
+    if len(group) > 1:
+      note = (f"{describe(setting(best))}: best {CRITERION[0]} {CRITERION[1]} of "
+              f"{len(group)} settings")
+    rows[label] = {"record": best.evals[-1], "run": best, "note": note}
   ordered = {k: rows[k] for k in ORDER if k in rows}
   ordered.update({k: v for k, v in sorted(rows.items()) if k not in ordered})
   return ordered

@@ -7,8 +7,9 @@ Reads every run under SWEEP_DIR/runs/ (config.json, eval.jsonl, train.jsonl) and
 writes to --out (default SWEEP_DIR/report):
 
   report.md             one table per domain and split (`validation`, `test`,
-                        `ood`, those evaluated): Base, GRPO, reward shaping (best
-                        λ), Poly-EPO and any other algorithm, final evaluation,
+                        `ood`, those evaluated): Base, GRPO, reward shaping (the
+                        λ chosen on validation), Poly-EPO and any other algorithm,
+                        final evaluation,
                         each metric's mean [95% interval]; a per-strategy table
                         (family, share, accuracy, forced accuracy); the step at
                         which each strategy is first discovered; the papers'
@@ -31,7 +32,8 @@ writes to --out (default SWEEP_DIR/report):
                         recorded).
   exploration.png       decoy mass and distinct correct families along training
                         (those recorded).
-  shaping_lambda.png    reward shaping's final metrics against λ (when swept).
+  shaping_lambda.png    reward shaping's final test pass@1 and distinct correct
+                        against λ, Poly-EPO as a band (when λ was swept).
                         (The plots are drawn by `experiments.plots`; the
                         records are read by `experiments.records`.)
   <sweep name>/         with --archive: the run records (no checkpoints), itself a
@@ -91,7 +93,8 @@ SATURATED_NOTE = "† saturated: near the ceiling (or floor), differences uninfo
 # no key are left out of summary.json).
 ALGORITHM_KEYS = {"Base": "base", "GRPO": "grpo", "Dr. GRPO": "dr_grpo",
                   "Reward shaping": "reward_shaping", "Poly-EPO": "poly_epo",
-                  "Poly-EPO (correct-only diversity)": "poly_epo_correct_only"}
+                  "Poly-EPO (correct-only diversity)": "poly_epo_correct_only",
+                  "PPO": "ppo", "Poly-PPO": "poly_ppo"}
 DECIMALS = 4           # of the numbers in summary.json
 
 
@@ -106,7 +109,7 @@ def saturated(name: str, mean: float) -> bool:
 
 
 
-def _cell(interval: Optional[stats.Interval], name: str) -> str:
+def cell(interval: Optional[stats.Interval], name: str) -> str:
   if interval is None:
     return "–"
   mark = "†" if saturated(name, interval.mean) else ""
@@ -127,7 +130,7 @@ def domain_table(rows: Dict[str, Dict[str, Any]], split: str) -> str:
       continue
     name = f"{label} ({row['note']})" if row["note"] else label
     cells = [name, str(num_seeds(record, split)), str(record["step"])]
-    cells += [_cell(value(record, split, key), key) for _, key in COLUMNS]
+    cells += [cell(value(record, split, key), key) for _, key in COLUMNS]
     lines.append("| " + " | ".join(cells) + " |")
   return _with_note("\n".join(lines))
 
@@ -147,7 +150,7 @@ def summary_table(rows_by_domain: Dict[str, Dict[str, Dict[str, Any]]]) -> str:
   for domain, rows in rows_by_domain.items():
     for label, row in rows.items():
       cells = [DOMAIN_TITLES.get(domain, domain), label]
-      cells += [_cell(value(row["record"], split, key), key) for _, split, key in SUMMARY_COLUMNS]
+      cells += [cell(value(row["record"], split, key), key) for _, split, key in SUMMARY_COLUMNS]
       lines.append("| " + " | ".join(cells) + " |")
   return _with_note("\n".join(lines))
 
@@ -223,8 +226,8 @@ def claims(rows: Dict[str, Dict[str, Any]]) -> List[str]:
     judgement = stats.judge(values_a, values_b, relation, margin)
     d = judgement.difference
     mean_a, mean_b = values_a.mean(), values_b.mean()
-    text = (f"- {statement}: {a} {_cell(stats.interval(values_a), name)} vs {b} "
-            f"{_cell(stats.interval(values_b), name)}; difference {d.mean:+.3f} "
+    text = (f"- {statement}: {a} {cell(stats.interval(values_a), name)} vs {b} "
+            f"{cell(stats.interval(values_b), name)}; difference {d.mean:+.3f} "
             f"[{d.low:+.3f}, {d.high:+.3f}] → {_verdict(judgement.verdict)}")
     if saturated(name, mean_a) and saturated(name, mean_b):
       text += " (both saturated: near the ceiling, the difference is uninformative)"

@@ -44,7 +44,7 @@ def main(argv):
   print(f"base model: {base_dir}")
   final = loop.train_and_evaluate(
       train_config, model_config, env, env.default_params(), base_params,
-      build.eval_problems(config.domain), workdir,
+      build.eval_problems(config.domain, run_settings.eval_splits), workdir,
       run_settings, resume=_RESUME.value, overwrite=_OVERWRITE.value,
       config_record=config.to_dict(), mesh=mesh)
   for split, result in final.items():

@@ -16,7 +16,7 @@ import json
 import os
 import shutil
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -24,6 +24,9 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from polyepo import _checks, evaluate, forced, train, writers
+
+
+EVAL_SPLITS = ("validation", "test", "ood")  # the TFDS eval splits (envs.datasets.SPLITS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +44,9 @@ class RunSettings:
       0 = only at the start and the end).
     checkpoint_every: checkpoint every this many steps (a multiple of
       steps_per_chunk; the last step is always checkpointed).
+    eval_splits: the eval splits evaluated (names among EVAL_SPLITS; a tuning
+      run evaluates `validation` only, so that `test` and `ood` cannot pick
+      anything).
     eval_num_problems: problems per eval split.
     eval_num_samples: samples per problem (pass@k for k up to this).
     eval_temperature: sampling temperature at evaluation (0: greedy).
@@ -56,6 +62,7 @@ class RunSettings:
   seed: int = 0
   eval_every: int = 50
   checkpoint_every: int = 50
+  eval_splits: Tuple[str, ...] = ("validation", "test", "ood")
   eval_num_problems: int = 64
   eval_num_samples: int = 32
   eval_temperature: float = 1.0
@@ -82,6 +89,10 @@ def validate(settings: RunSettings, config: train.TrainConfig) -> None:
   if config.num_steps % chunk:
     raise ValueError(f"num_steps={config.num_steps} must be a multiple of "
                      f"steps_per_chunk={chunk}.")
+  splits = tuple(settings.eval_splits)
+  if not splits or len(set(splits)) < len(splits) or set(splits) - set(EVAL_SPLITS):
+    raise ValueError(f"eval_splits={splits!r} must name each split at most once, at least "
+                     f"one, among: {', '.join(EVAL_SPLITS)}.")
   evaluate.validate(num_problems=settings.eval_num_problems,
                     num_samples=settings.eval_num_samples,
                     temperature=settings.eval_temperature, prefix="eval_")

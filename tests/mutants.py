@@ -230,6 +230,17 @@ MUTANTS = (
            "    ok = difference.low > 0\n",
            ("tests/test_stats.py", "tests/test_verdicts.py"),
            "a claim \"a > b + m\" is judged as a > b"),
+    # -- experiments/records.py --------------------------------------------------
+    Mutant("tuning_chooses_on_test", "experiments/records.py",
+           'CRITERION = ("validation", "pass@1")',
+           'CRITERION = ("test", "pass@1")',
+           ("tests/test_tuning.py",),
+           "settings are chosen on the test split"),
+    Mutant("tuning_ties_go_to_the_faster_rate", "experiments/records.py",
+           "return max(in_grid_order(group), key=criterion)",
+           "return max(in_grid_order(group)[::-1], key=criterion)",
+           ("tests/test_tuning.py",),
+           "a tie between settings goes to the larger learning rate, not the declared rule"),
 )
 
 

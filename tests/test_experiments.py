@@ -88,6 +88,20 @@ def test_smoke_run_of_the_critic_configs_on_polynomial_roots(name, cache, tmp_pa
 
 
 @pytest.mark.slow
+def test_a_tuning_run_evaluates_validation_only(cache, tmp_path):
+  """A run of the tuning sweep (configs/sweeps/tuning.py) never evaluates test or ood."""
+  from experiments import sweep  # pylint: disable=g-import-not-at-top
+  run = sweep.load_sweep("configs/sweeps/tuning.py:domains=multiplication,size=smoke")[0]
+  workdir = tmp_path / "tuning"
+  result = _run(["experiments.synthetic", *run.flags(), f"--workdir={workdir}"], cache)
+  assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+  evals = [json.loads(l) for l in open(workdir / "eval.jsonl")]
+  assert [e["step"] for e in evals] == [0, 4]
+  assert all(set(e) - {"step"} == {"validation"} for e in evals), evals[-1].keys()
+  assert evals[-1]["validation"]["mean"].get("forced_accuracy") is None
+
+
+@pytest.mark.slow
 def test_pretrain_reports_the_base_model(cache, tmp_path):
   """The base-model entry point: every split's report, the targets, and forced
   accuracy on training problems beside test's for every strategy."""
@@ -114,6 +128,8 @@ def test_pretrain_reports_the_base_model(cache, tmp_path):
     ("--config.matmul_dtype=float16", "matmul_dtype must be one of 'float32', 'bfloat16'"),
     ("--config.run.num_devices=3", "num_devices=3 must divide prompts_per_step="),
     ("--config.run.eval_num_samples=0", "eval_num_samples must be >= 1, got 0"),
+    ("--config.run.eval_splits=('validation', 'tset')", "eval_splits=('validation', 'tset') "
+     "must name each split at most once, at least one, among: validation, test, ood"),
     ("--config.base.pretrain.num_steps=0", "base: num_steps must be >= 1, got 0"),
     ("--config.base.pretrain.slip_rate=1.0", "base: slip_rate must be in [0, 1), got 1.0"),
 ])

@@ -64,10 +64,10 @@ def test_saturated_rates_are_marked():
   assert report.saturated("majority_vote", 0.995)
   assert not report.saturated("pass@32", 0.979) and not report.saturated("pass@1", 0.5)
   assert not report.saturated("distinct_correct", 1.0)   # a count, not a rate
-  assert report._cell(report.stats.Interval(0.99, 0.98, 1.0), "pass@64") == \
+  assert report.cell(report.stats.Interval(0.99, 0.98, 1.0), "pass@64") == \
       "0.990 [0.980, 1.000]†"
-  assert report._cell(report.stats.Interval(0.5, 0.4, 0.6), "pass@1") == "0.500 [0.400, 0.600]"
-  assert report._cell(None, "pass@1") == "–"
+  assert report.cell(report.stats.Interval(0.5, 0.4, 0.6), "pass@1") == "0.500 [0.400, 0.600]"
+  assert report.cell(None, "pass@1") == "–"
 
 
 def test_claims_from_constructed_records():

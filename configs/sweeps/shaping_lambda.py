@@ -1,19 +1,47 @@
-r"""Reward shaping's diversity weight λ ∈ {0.1, 0.3, 1, 3}.
+r"""Reward shaping's diversity weight λ ∈ {0.1, 0.3, 1, 3}, for the λ plot beside Poly-EPO.
 
-  python -m experiments.sweep --sweep=configs/sweeps/shaping_lambda.py
-  python -m experiments.sweep --sweep=configs/sweeps/shaping_lambda.py:domains=multiplication
+  python -m experiments.sweep --sweep=configs/sweeps/shaping_lambda.py:domains=multiplication \
+      --sweep_dir=runs/sweeps/shaping_lambda-multiplication
+  python -m experiments.report runs/sweeps/final-multiplication \
+      runs/sweeps/shaping_lambda-multiplication --out=results --archive
 
-Given this sweep's directory as well as the headline's, the report's reward-shaping
-row uses the best λ per domain (highest final `test` pass@32 among the λ runs):
-  python -m experiments.report runs/sweeps/headline runs/sweeps/shaping_lambda
+With chosen=PATH (a chosen.json of experiments.tuning, the default), each λ that
+the final comparison does not already train runs as the final comparison's reward
+shaping does (configs/sweeps/final.py: its chosen learning rate, seeds, steps and
+evaluation), so the λ plot (`shaping_lambda.png`) compares every λ with Poly-EPO
+on one budget. The report's reward-shaping row stays the λ with the best
+`validation` pass@1 (experiments.records.CRITERION). With chosen= (empty): every λ
+at the config's defaults and the headline's settings.
 
-Config string: domains=all|multiplication|polynomial_roots, size=..., seeds=3.
+Config string: domains=all|multiplication|polynomial_roots,
+chosen=results/tuning/chosen.json, seeds=5, steps=300, size=default.
 """
 
-from configs.sweeps import headline
+import json
 
-LAMBDAS = (0.1, 0.3, 1.0, 3.0)
+from configs import choices
+from configs.sweeps import final, headline, tuning
+
+LAMBDAS = tuning.LAMBDAS
 
 
 def get_sweep(arg=None):
-  return headline.one_knob_sweep(arg, "configs/reward_shaping.py", "train.lam", LAMBDAS)
+  args = choices.parse_arg(arg, domains="all", chosen="results/tuning/chosen.json", seeds=5,
+                          steps=300, size="default")
+  if not args.chosen:
+    return headline.one_knob_sweep(f"domains={args.domains},size={args.size},seeds=3",
+                                   "configs/reward_shaping.py", "train.lam", LAMBDAS)
+  with open(args.chosen) as f:
+    chosen = json.load(f)
+  shared = final.final_overrides(args.seeds, args.steps, args.size)
+  runs = []
+  for domain in headline.domains(args.domains):
+    entry = chosen.get(domain, {}).get("reward_shaping")
+    if entry is None:
+      raise ValueError(f"chosen={args.chosen!r} has no reward_shaping for {domain!r}; tune "
+                       f"it first (configs/sweeps/tuning.py).")
+    overrides = dict(shared, **entry["overrides"])
+    runs += [(entry["config_file"], f"domain={domain},size={args.size}",
+              dict(overrides, **{"train.lam": lam}))
+             for lam in LAMBDAS if lam != entry["overrides"]["train.lam"]]
+  return runs

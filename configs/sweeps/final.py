@@ -1,0 +1,50 @@
+r"""The final comparison: every algorithm at the setting tuning chose, ≥ 5 seeds, on held-out splits.
+
+  python -m experiments.sweep --sweep=configs/sweeps/final.py:domains=multiplication \
+      --sweep_dir=runs/sweeps/final-multiplication
+  python -m experiments.report runs/sweeps/final-multiplication --out=results --archive
+
+Each algorithm of `chosen` (the chosen.json that `python -m experiments.tuning`
+wrote from the tuning sweeps, configs/sweeps/tuning.py) trains `steps` steps with
+`seeds` fresh seeds (seeds 100.. : none of the tuning runs' seeds) from the
+domain's base model, and is evaluated on `validation`, `test` and `ood` (128
+problems × 64 samples) every 100 steps, with forced-strategy accuracy. The Base
+row of the report is every run's step-0 evaluation.
+
+Config string: domains=all|multiplication|polynomial_roots,
+chosen=results/tuning/chosen.json, seeds=5, steps=300, size=default.
+"""
+
+import json
+
+from configs import choices
+from configs.sweeps import headline
+
+FIRST_SEED = 100   # tuning runs use seeds 0 and 1 (run.seed = 0)
+
+
+def final_overrides(seeds: int, steps: int, size: str):
+  """Run settings of every final run."""
+  overrides = dict(headline.shared_overrides(seeds, size), **{"run.seed": FIRST_SEED})
+  if size != "smoke":
+    overrides.update({"run.eval_num_problems": 128, "train.num_steps": steps,
+                      "run.eval_every": 100, "run.checkpoint_every": 100})
+  return overrides
+
+
+def get_sweep(arg=None):
+  args = choices.parse_arg(arg, domains="all", chosen="results/tuning/chosen.json", seeds=5,
+                          steps=300, size="default")
+  with open(args.chosen) as f:
+    chosen = json.load(f)
+  shared = final_overrides(args.seeds, args.steps, args.size)
+  runs = []
+  for domain in headline.domains(args.domains):
+    if domain not in chosen:
+      raise ValueError(f"chosen={args.chosen!r} has no domain {domain!r} (it has: "
+                       f"{', '.join(sorted(chosen)) or 'none'}); tune it first "
+                       f"(configs/sweeps/tuning.py).")
+    runs += [(entry["config_file"], f"domain={domain},size={args.size}",
+              dict(shared, **entry["overrides"]))
+             for _, entry in sorted(chosen[domain].items())]
+  return runs

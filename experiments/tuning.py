@@ -1,0 +1,136 @@
+r"""Each algorithm's setting, chosen from its tuning runs on `validation` only.
+
+  python -m experiments.tuning runs/sweeps/tuning-lr-multiplication --out=results/tuning/lr
+  python -m experiments.tuning runs/sweeps/tuning-lr-multiplication \
+      runs/sweeps/tuning-knobs-multiplication --out=results/tuning --archive
+
+Reads every run under the sweep directories (configs/sweeps/tuning.py makes
+them), groups them by domain and algorithm, and picks each group's setting by the
+criterion declared in `experiments.records` (CRITERION: the final evaluation's
+`validation` pass@1, mean over seeds and problems; ties: the smaller learning
+rate). Tuning runs evaluate `validation` only (`run.eval_splits`), so `test` and
+`ood` cannot choose anything. Writes to --out:
+
+  tuning.md     per domain and algorithm, every setting tried with its validation
+                pass@1 and distinct correct strategies [95% bootstrap interval]
+                and the choice marked; the sweeps' commands, commits and times.
+  chosen.json   {domain: {algorithm key: {"config_file", "overrides", "run",
+                "criterion"}}}: what configs/sweeps/final.py trains (keys
+                sorted, byte-stable).
+"""
+
+import json
+import os
+from typing import Any, Dict, List, Sequence
+
+from absl import app, flags
+
+from experiments import records, report
+
+# The --out and --archive flags are experiments.report's (imported above).
+FLAGS = flags.FLAGS
+
+COLUMNS = (("validation pass@1", "pass@1"), ("validation distinct correct", "distinct_correct"))
+
+
+def groups(runs: Sequence[records.RunRecord]) -> Dict[str, Dict[str, List[records.RunRecord]]]:
+  """{domain: {algorithm label: [complete runs]}}, labels in records.ORDER."""
+  out: Dict[str, Dict[str, List[records.RunRecord]]] = {}
+  for run in runs:
+    if records.is_complete(run):
+      out.setdefault(run.domain, {}).setdefault(run.algorithm, []).append(run)
+  order = {label: i for i, label in enumerate(records.ORDER)}
+  return {d: dict(sorted(g.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
+          for d, g in sorted(out.items())}
+
+
+def chosen(runs: Sequence[records.RunRecord]) -> Dict[str, Dict[str, Dict[str, Any]]]:
+  """{domain: {algorithm key: {"config_file", "overrides", "run", "criterion"}}}.
+
+  Raises ValueError for an algorithm without a key in report.ALGORITHM_KEYS, and
+  (records.choose) for a run without a `validation` evaluation.
+  """
+  out = {}
+  for domain, by_label in groups(runs).items():
+    out[domain] = {}
+    for label, group in by_label.items():
+      if label not in report.ALGORITHM_KEYS:
+        raise ValueError(f"algorithm {label!r} has no key in report.ALGORITHM_KEYS "
+                         f"({', '.join(report.ALGORITHM_KEYS)}).")
+      best = records.choose(group)
+      out[domain][report.ALGORITHM_KEYS[label]] = {
+          "config_file": f"configs/{best.config['name']}.py",
+          "overrides": records.setting(best), "run": best.name,
+          "criterion": round(records.criterion(best), report.DECIMALS)}
+  return out
+
+
+def chosen_json(runs: Sequence[records.RunRecord]) -> str:
+  return json.dumps(chosen(runs), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def table(group: Sequence[records.RunRecord]) -> str:
+  """Markdown: one row per setting of one algorithm, the chosen one marked ✓."""
+  best = records.choose(group)
+  header = ["setting", "seeds", "steps"] + [c for c, _ in COLUMNS] + ["chosen"]
+  lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+  for run in records.in_grid_order(group):
+    record = run.evals[-1]
+    cells = [records.describe(records.setting(run)), str(records.num_seeds(record, "validation")),
+             str(record["step"])]
+    cells += [report.cell(records.value(record, "validation", key), key)
+              for _, key in COLUMNS]
+    cells.append("✓" if run is best else "")
+    lines.append("| " + " | ".join(cells) + " |")
+  return "\n".join(lines)
+
+
+def markdown(runs: Sequence[records.RunRecord], sweep_dirs: Sequence[str]) -> str:
+  """The whole tuning.md."""
+  split, metric = records.CRITERION
+  lines = ["# Tuning", "",
+           f"Each algorithm's setting is the one with the highest final `{split}` {metric} "
+           "(mean over seeds and problems; ties: the smaller learning rate), a criterion "
+           "declared before the runs. Tuning runs evaluate `validation` only, so `test` and "
+           "`ood` choose nothing. Cells: mean [95% bootstrap interval over problems and "
+           "seeds].", ""]
+  for domain, by_label in groups(runs).items():
+    title = records.DOMAIN_TITLES.get(domain, domain)
+    for label, group in by_label.items():
+      lines += [f"## {title} — {label}", "", table(group), ""]
+  incomplete = [r.name for r in runs if not records.is_complete(r)]
+  if incomplete:
+    lines += ["Incomplete runs (left out): " + ", ".join(incomplete), ""]
+  lines += ["## Sweeps", ""] + report.sweep_info(sweep_dirs) + [""]
+  return "\n".join(lines)
+
+
+def write_tuning(sweep_dirs: Sequence[str], out: str, archive: bool = False) -> List[str]:
+  """Writes tuning.md and chosen.json into `out`; returns the files written."""
+  runs = records.load_runs(sweep_dirs)
+  records.require_per_problem(runs)
+  text, choice = markdown(runs, sweep_dirs), chosen_json(runs)  # fail before writing
+  os.makedirs(out, exist_ok=True)
+  if archive:
+    for sweep_dir in sweep_dirs:
+      report.archive_records(sweep_dir,
+                             os.path.join(out, os.path.basename(os.path.normpath(sweep_dir))))
+  written = [os.path.join(out, "tuning.md"), os.path.join(out, "chosen.json")]
+  for path, content in zip(written, (text, choice)):
+    with open(path, "w") as f:
+      f.write(content)
+  return written
+
+
+def main(argv):
+  sweep_dirs = argv[1:]
+  if not sweep_dirs:
+    raise app.UsageError("Usage: python -m experiments.tuning SWEEP_DIR [SWEEP_DIR ...] "
+                         "[--out=DIR] [--archive]")
+  out = FLAGS.out or os.path.join(sweep_dirs[0], "tuning")
+  for path in write_tuning(sweep_dirs, out, archive=FLAGS.archive):
+    print(path)
+
+
+if __name__ == "__main__":
+  app.run(main)

@@ -1,0 +1,178 @@
+"""Choosing each algorithm's setting on `validation` (experiments.records, experiments.tuning)
+and the sweeps that tune and then train the choice (configs/sweeps/tuning.py, final.py),
+on constructed run records."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from experiments import records, sweep, tuning
+
+P, SAMPLES = 8, 32
+
+
+def _split(correct_per_problem, seeds=2):
+  """An eval split whose every seed has `correct_per_problem` correct samples of SAMPLES."""
+  seed = {"num_samples": SAMPLES,
+          "per_problem": {"num_correct": list(correct_per_problem),
+                          "distinct_correct": [1] * P}}
+  return {"mean": {"num_samples": SAMPLES, "num_problems": P}, "seeds": [seed] * seeds}
+
+
+def _run(name, config_name, estimator, lr, correct, lam=0.3, set_size=4, normalize=True,
+         objective="polychromic", splits=("validation",), domain="multiplication"):
+  """A complete 100-step run whose final evaluation has `correct` correct samples per problem."""
+  config = {"name": config_name, "domain": domain,
+            "train": {"estimator": estimator, "learning_rate": lr, "lam": lam,
+                      "set_size": set_size, "normalize": normalize, "objective": objective,
+                      "num_steps": 100}}
+  evals = [{"step": s, **{split: _split([16] * P) for split in splits}} for s in (0,)]
+  evals.append({"step": 100, **{split: _split(correct) for split in splits}})
+  return records.RunRecord(name, domain, records.algorithm_label(config),
+                           lam if estimator == "reward_shaping" else None, config, evals, [])
+
+
+def test_labels_of_every_algorithm():
+  def label(estimator, objective="polychromic", normalize=True):
+    return records.algorithm_label({"train": {"estimator": estimator, "objective": objective,
+                                              "normalize": normalize}})
+  assert label("grpo") == "GRPO" and label("grpo", normalize=False) == "Dr. GRPO"
+  assert label("set_rl") == "Poly-EPO"
+  assert label("set_rl", "polychromic_correct_only") == "Poly-EPO (correct-only diversity)"
+  assert label("ppo") == "PPO" and label("poly_ppo") == "Poly-PPO"
+  assert label("poly_ppo", "mean_reward") == "Poly-PPO (Set RL mean reward)"
+
+
+def test_choose_takes_the_best_validation_pass_at_1():
+  # pass@1 = correct / 32 on every problem: 4/32, 12/32, 8/32.
+  runs = [_run("a", "grpo", "grpo", 1e-5, [4] * P), _run("b", "grpo", "grpo", 3e-5, [12] * P),
+          _run("c", "grpo", "grpo", 1e-4, [8] * P)]
+  assert records.choose(runs).name == "b"
+  assert records.criterion(runs[1]) == pytest.approx(12 / 32)
+  # Ties go to the smaller learning rate, whatever the order given.
+  tied = [_run("fast", "grpo", "grpo", 1e-4, [8] * P), _run("slow", "grpo", "grpo", 1e-5, [8] * P)]
+  assert records.choose(tied).name == records.choose(tied[::-1]).name == "slow"
+
+
+def test_choose_never_reads_test_or_ood():
+  # On test the other run would win; only validation counts.
+  a = _run("a", "grpo", "grpo", 1e-5, [10] * P, splits=("validation", "test"))
+  b = _run("b", "grpo", "grpo", 3e-5, [6] * P, splits=("validation", "test"))
+  b.evals[-1]["test"] = _split([30] * P)
+  assert records.choose([a, b]).name == "a"
+  only_test = _run("t", "grpo", "grpo", 1e-5, [10] * P, splits=("test", "ood"))
+  with pytest.raises(ValueError, match=r"\['t'\] have no final 'validation' evaluation"):
+    records.choose([a, only_test])
+
+
+def test_report_rows_use_the_choice():
+  runs = [_run("rs-0.1", "reward_shaping", "reward_shaping", 3e-5, [5] * P, lam=0.1,
+               splits=("validation", "test")),
+          _run("rs-1", "reward_shaping", "reward_shaping", 3e-5, [7] * P, lam=1.0,
+               splits=("validation", "test"))]
+  rows = records.select_rows(runs, "multiplication")
+  assert rows["Reward shaping"]["run"].name == "rs-1"
+  assert rows["Reward shaping"]["note"] == ("lr=3e-05, λ=1: best validation pass@1 of 2 "
+                                            "settings")
+
+
+def _grid():
+  return [_run("g1", "grpo", "grpo", 1e-5, [4] * P), _run("g2", "grpo", "grpo", 3e-5, [6] * P),
+          _run("rs1", "reward_shaping", "reward_shaping", 1e-4, [9] * P, lam=1.0),
+          _run("rs2", "reward_shaping", "reward_shaping", 1e-4, [3] * P, lam=0.1),
+          _run("pe1", "poly_epo", "set_rl", 3e-5, [5] * P, set_size=8, normalize=False),
+          _run("pe2", "poly_epo", "set_rl", 3e-5, [2] * P),
+          _run("co", "poly_epo", "set_rl", 1e-5, [1] * P, objective="polychromic_correct_only")]
+
+
+def test_chosen_settings_reproduce_the_runs():
+  chosen = tuning.chosen(_grid())["multiplication"]
+  assert chosen["grpo"] == {"config_file": "configs/grpo.py", "run": "g2", "criterion": 0.1875,
+                            "overrides": {"train.learning_rate": 3e-5}}
+  assert chosen["reward_shaping"]["overrides"] == {"train.learning_rate": 1e-4, "train.lam": 1.0}
+  assert chosen["poly_epo"]["overrides"] == {
+      "train.learning_rate": 3e-5, "train.set_size": 8, "train.normalize": False,
+      "train.objective": "polychromic"}
+  assert chosen["poly_epo_correct_only"]["overrides"]["train.objective"] == \
+      "polychromic_correct_only"
+  assert chosen["poly_epo_correct_only"]["config_file"] == "configs/poly_epo.py"
+
+
+def test_tuning_table_marks_the_choice():
+  text = tuning.markdown(_grid(), [])
+  section = text.split("## Multiplication — Reward shaping")[1].split("##")[0]
+  rows = [l for l in section.splitlines() if l.startswith("| lr=")]
+  assert len(rows) == 2
+  assert rows[0].startswith("| lr=0.0001, λ=0.1 | 2 | 100 | 0.094") and rows[0].endswith("|  |")
+  assert rows[1].startswith("| lr=0.0001, λ=1 | 2 | 100 | 0.281") and rows[1].endswith("| ✓ |")
+
+
+def _write(run, sweep_dir):
+  workdir = os.path.join(sweep_dir, "runs", run.name)
+  os.makedirs(workdir)
+  with open(os.path.join(workdir, "config.json"), "w") as f:
+    json.dump(run.config, f)
+  with open(os.path.join(workdir, "eval.jsonl"), "w") as f:
+    f.writelines(json.dumps(r) + "\n" for r in run.evals)
+
+
+def test_tuning_files_feed_the_knob_stage_and_the_final_sweep(tmp_path):
+  sweep_dir = str(tmp_path / "tuning-lr")
+  for run in _grid():
+    _write(run, sweep_dir)
+  written = tuning.write_tuning([sweep_dir], str(tmp_path / "out"))
+  chosen_path = str(tmp_path / "out" / "chosen.json")
+  assert chosen_path in written
+  again = tuning.write_tuning([sweep_dir], str(tmp_path / "again"))
+  assert open(again[1]).read() == open(chosen_path).read()   # byte-stable
+  # Stage knobs: λ and Poly-EPO's knobs at each one's chosen learning rate.
+  knobs = sweep.load_sweep("configs/sweeps/tuning.py:domains=multiplication,stage=knobs,"
+                           f"chosen={chosen_path}")
+  lams = [r.overrides["train.lam"] for r in knobs if "train.lam" in r.overrides]
+  assert lams == [0.1, 1.0, 3.0]   # the default 0.3 ran in stage lr
+  assert {r.overrides["train.learning_rate"] for r in knobs if "train.lam" in r.overrides} == \
+      {1e-4}
+  poly = [(r.overrides["train.set_size"], r.overrides["train.normalize"],
+           r.overrides["train.learning_rate"]) for r in knobs if "train.set_size" in r.overrides]
+  assert poly == [(8, True, 3e-5), (4, False, 3e-5), (8, False, 3e-5)]
+  # The final sweep trains exactly the chosen settings, with fresh seeds.
+  final = sweep.load_sweep(f"configs/sweeps/final.py:domains=multiplication,chosen={chosen_path}")
+  chosen = json.load(open(chosen_path))["multiplication"]
+  assert len(final) == len(chosen) == 4
+  for run in final:
+    entry = next(e for e in chosen.values() if e["config_file"] == run.config_file
+                 and all(run.overrides.get(k) == v for k, v in e["overrides"].items()))
+    assert entry is not None
+    assert run.overrides["run.num_seeds"] == 5 and run.overrides["train.num_steps"] == 300
+    assert run.overrides["run.seed"] != 0
+  with pytest.raises(ValueError, match="has no domain 'polynomial_roots'"):
+    sweep.load_sweep(f"configs/sweeps/final.py:domains=polynomial_roots,chosen={chosen_path}")
+  # The λ sweep runs the other λs as the final comparison runs reward shaping.
+  lam_runs = sweep.load_sweep("configs/sweeps/shaping_lambda.py:domains=multiplication,"
+                              f"chosen={chosen_path}")
+  rs_final = next(r for r in final if r.config_file == "configs/reward_shaping.py")
+  assert [r.overrides["train.lam"] for r in lam_runs] == [0.1, 0.3, 3.0]   # 1.0 was chosen
+  for run in lam_runs:
+    assert {k: v for k, v in run.overrides.items() if k != "train.lam"} == \
+        {k: v for k, v in rs_final.overrides.items() if k != "train.lam"}
+
+
+def test_tuning_sweep_grid():
+  runs = sweep.load_sweep("configs/sweeps/tuning.py:domains=multiplication")
+  assert len(runs) == 18   # 6 algorithms x 3 learning rates, defaults otherwise
+  for run in runs:
+    assert run.overrides["run.eval_splits"] == ("validation",)
+    assert run.overrides["run.eval_forced_problems"] == 0
+    assert run.overrides["train.num_steps"] == 300
+  by_file = {}
+  for run in runs:
+    by_file.setdefault((run.config_file, run.overrides.get("train.objective")), []).append(
+        run.overrides["train.learning_rate"])
+  assert all(lrs == [1e-5, 3e-5, 1e-4] for lrs in by_file.values()) and len(by_file) == 6
+  with pytest.raises(ValueError, match="stage=knobs needs chosen=PATH"):
+    sweep.load_sweep("configs/sweeps/tuning.py:domains=multiplication,stage=knobs")
+  with pytest.raises(ValueError, match="stage='lrs' is not one of: lr, knobs"):
+    sweep.load_sweep("configs/sweeps/tuning.py:stage=lrs")
+  assert sum(1 for r in runs if r.config_file == "configs/ppo.py") == 3
