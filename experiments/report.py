@@ -78,6 +78,7 @@ _ARCHIVE = flags.DEFINE_bool("archive", False, "Also copy the run records (confi
                              "that OUT alone regenerates the report.")
 
 CLAIM_SPLITS = ("test", "ood")
+AMPLIFICATION = 5.0    # the rare-strategy claim: final share >= this × the base model's
 PASS_KS = (1, 8, 32, 64)
 COLUMNS = ([(f"pass@{k}", f"pass@{k}") for k in PASS_KS]
            + [("distinct correct", "distinct_correct"),
@@ -246,9 +247,74 @@ def claims(rows: Dict[str, Dict[str, Any]]) -> List[str]:
       continue
     out.append(claim(f"Poly-EPO's {split} pass@32 beats GRPO's",
                      "Poly-EPO", "GRPO", split, "pass@32", ">"))
+  if per_problem(rows["GRPO"]["record"], "ood", "pass@64") is not None:
+    out.append(claim("Poly-EPO's ood pass@64 beats GRPO's",
+                     "Poly-EPO", "GRPO", "ood", "pass@64", ">"))
   out.append(claim("Poly-EPO's test pass@1 is within 3 points of GRPO's",
                    "Poly-EPO", "GRPO", "test", "pass@1", "within", 0.03))
-  return out
+  return out + amplification_claims(rows)
+
+
+def _percent(interval: stats.Interval) -> str:
+  return f"{100 * interval.mean:.2f}% [{100 * interval.low:.2f}, {100 * interval.high:.2f}]"
+
+
+def amplification_claims(rows: Dict[str, Dict[str, Any]]) -> List[str]:
+  """The rare-strategy claim, one bullet per strategy under RARE_SHARE of the base
+  model's `test` samples: its final test share reaches AMPLIFICATION times the
+  base model's under Poly-EPO and not under GRPO.
+
+  "a >= m·b" is judged as the claim "a - m·b > 0" on the paired bootstrap of the
+  per-problem shares (and "not under GRPO" as "GRPO - m·b < 0"); the strategy's
+  claim holds only if both do. The headline claim, "a rare strategy is amplified
+  by Poly-EPO and not by GRPO", holds if it holds for at least one of them.
+  """
+  if "strategy_share" not in rows["Base"]["record"].get("test", {}).get("mean", {}):
+    return []
+  rare = rare_strategies(rows)
+  statement = (f"A strategy under {RARE_SHARE:.0%} of the base model's test samples reaches "
+               f"≥ {AMPLIFICATION:g}× its base share under Poly-EPO and not under GRPO")
+  if not rare:
+    return [f"- {statement}: no strategy is that rare in the base model"]
+  out, verdicts = [], []
+  for name in rare:
+    shares = {label: per_problem(rows[label]["record"], "test", f"share:{name}")
+              for label in ("Base", "GRPO", "Poly-EPO")}
+    if any(v is None for v in shares.values()):
+      out.append(f"  - `{name}`: not evaluated (the records hold no per-problem strategy "
+                 f"counts: rerun with this version)")
+      continue
+    scaled_base = AMPLIFICATION * shares["Base"]
+    up = stats.judge(shares["Poly-EPO"], scaled_base, ">")
+    flat = stats.judge(shares["GRPO"], scaled_base, "<")
+    found = [up.verdict, flat.verdict]
+    verdict = (stats.UNJUDGED if stats.UNJUDGED in found else
+               stats.HOLDS if found == [stats.HOLDS, stats.HOLDS] else stats.FAILS)
+    verdicts.append(verdict)
+    base = shares["Base"].mean()
+
+    def times(label):
+      ratio = shares[label].mean() / base if base > 0 else float("inf")
+      return f"{ratio:.1f}×"
+
+    out.append(
+        f"  - `{name}`: Base {_percent(stats.interval(shares['Base']))}; Poly-EPO "
+        f"{_percent(stats.interval(shares['Poly-EPO']))} ({times('Poly-EPO')}; Poly-EPO − "
+        f"{AMPLIFICATION:g}·Base {100 * up.difference.mean:+.2f} [{100 * up.difference.low:+.2f}, "
+        f"{100 * up.difference.high:+.2f}] points); GRPO "
+        f"{_percent(stats.interval(shares['GRPO']))} ({times('GRPO')}; GRPO − "
+        f"{AMPLIFICATION:g}·Base {100 * flat.difference.mean:+.2f} "
+        f"[{100 * flat.difference.low:+.2f}, {100 * flat.difference.high:+.2f}] points) → "
+        f"{_verdict(verdict)}")
+  if not verdicts:
+    overall = "not evaluated"
+  elif stats.HOLDS in verdicts:
+    overall = _verdict(stats.HOLDS)
+  elif stats.UNJUDGED in verdicts:
+    overall = _verdict(stats.UNJUDGED)
+  else:
+    overall = _verdict(stats.FAILS)
+  return [f"- {statement} → {overall}"] + out
 
 
 # -- summary.json ----------------------------------------------------------------

@@ -171,7 +171,9 @@ def summarize(samples: Samples, strategy_names, strategy_families=None) -> Dict[
     per_problem: the per-problem values behind the means, lists of P plain
       numbers: "num_correct" (correct samples), "distinct", "distinct_correct",
       "distinct_correct_families" (ints), "branch_point" and "majority_vote"
-      (floats; "majority_vote" absent when no answer ids exist).
+      (floats; "majority_vote" absent when no answer ids exist), and
+      "strategy_counts": {name: samples with that label, per problem}, plus
+      "DEGENERATE".
   """
   rewards, labels = samples.rewards, samples.labels
   num_problems, num_samples = rewards.shape
@@ -213,6 +215,9 @@ def summarize(samples: Samples, strategy_names, strategy_families=None) -> Dict[
       "distinct_correct": distinct_correct.astype(int).tolist(),
       "distinct_correct_families": distinct_correct_families.astype(int).tolist(),
       "branch_point": samples.branch_points.astype(float).tolist(),
+      "strategy_counts": {
+          name: (labels == (DEGENERATE if name == "DEGENERATE" else s)).sum(-1).astype(int)
+          .tolist() for s, name in enumerate(names + ["DEGENERATE"])},
   }
   majority = None
   if (samples.answers >= 0).any():

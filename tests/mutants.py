@@ -230,6 +230,11 @@ MUTANTS = (
            "    ok = difference.low > 0\n",
            ("tests/test_stats.py", "tests/test_verdicts.py"),
            "a claim \"a > b + m\" is judged as a > b"),
+    Mutant("amplification_factor_dropped", "experiments/report.py",
+           "scaled_base = AMPLIFICATION * shares[\"Base\"]",
+           "scaled_base = shares[\"Base\"]",
+           ("tests/test_verdicts.py",),
+           "the rare-strategy claim asks for any growth instead of 5x the base share"),
     # -- experiments/records.py --------------------------------------------------
     Mutant("tuning_chooses_on_test", "experiments/records.py",
            'CRITERION = ("validation", "pass@1")',

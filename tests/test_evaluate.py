@@ -68,6 +68,9 @@ def test_summarize_families_applicability_and_per_problem_hand_values():
   assert per["branch_point"] == [2.0, 4.0, 6.0]
   # Majority vote: P0 picks 5 (right); P1 ties 7 (wrong) and 8 (right); P2 ties, both wrong.
   assert per["majority_vote"] == [1.0, 0.5, 0.0]
+  # Samples per strategy and problem, read off the labels above (every sample counted).
+  assert per["strategy_counts"] == {"a": [1, 1, 1], "b": [1, 0, 3], "c": [1, 1, 0],
+                                    "d": [0, 2, 0], "DEGENERATE": [1, 0, 0]}
   assert all(type(v) is int for v in per["num_correct"] + per["distinct_correct_families"])
   assert s["distinct_correct_strategies"] == pytest.approx(4 / 3)
   assert s["distinct_correct_families"] == pytest.approx(1.0)

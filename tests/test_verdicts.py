@@ -96,3 +96,60 @@ def test_claims_on_identical_rows():
 def test_claims_need_the_three_rows():
   assert report.claims(_rows({"Base": BASE, "GRPO": GRPO})) == [
       "- (needs Base, GRPO and Poly-EPO runs)"]
+
+
+def _shares_rows(counts_by_label, seeds=3, samples=64):
+  """Rows whose test records hold per-problem counts of strategies "r" (rare) and
+  "m" (the rest); counts_by_label: {label: i[P] counts of "r" of `samples`}."""
+  def record(r_counts):
+    r_counts = np.asarray(r_counts)
+    seed = {"num_samples": samples, "per_problem": {
+        "num_correct": [samples // 2] * P, "distinct_correct": [1] * P,
+        "strategy_counts": {"r": r_counts.tolist(), "m": (samples - r_counts).tolist()}}}
+    share = r_counts.sum() / (samples * P)
+    test = {"mean": {"strategy_share": {"r": share, "m": 1 - share, "DEGENERATE": 0.0}},
+            "seeds": [seed] * seeds}
+    return {"step": 100, "test": test}
+  return {label: {"record": record(c), "note": ""} for label, c in counts_by_label.items()}
+
+
+# "r" is rare in the base model: 1 sample of 64 on half the problems, 0.78% overall.
+RARE_BASE = np.where(EVEN, 1, 0)
+
+
+def test_a_rare_strategy_amplified_by_poly_epo_and_not_grpo():
+  # Poly-EPO: 6 of 64 on every problem (12x the base share); GRPO: never.
+  lines = report.amplification_claims(_shares_rows(
+      {"Base": RARE_BASE, "GRPO": np.zeros(P, int), "Poly-EPO": np.full(P, 6)}))
+  assert len(lines) == 2
+  assert lines[0].startswith("- A strategy under 1% of the base model's test samples reaches "
+                             "≥ 5× its base share under Poly-EPO and not under GRPO")
+  assert lines[0].endswith("**holds**")
+  # Shares by hand: Base 1/128 = 0.78%, Poly-EPO 6/64 = 9.38% (12.0x), GRPO 0.
+  assert "`r`: Base 0.78% [" in lines[1] and "Poly-EPO 9.38% [" in lines[1]
+  assert "(12.0×; Poly-EPO − 5·Base +5.47 [" in lines[1]   # 9.375 - 5 * 0.78125
+  assert "GRPO 0.00% [0.00, 0.00] (0.0×" in lines[1] and lines[1].endswith("**holds**")
+
+
+def test_amplification_fails_when_grpo_amplifies_too_or_poly_epo_falls_short():
+  both = report.amplification_claims(_shares_rows(
+      {"Base": RARE_BASE, "GRPO": np.full(P, 6), "Poly-EPO": np.full(P, 6)}))
+  assert both[0].endswith("**does not hold**") and both[1].endswith("**does not hold**")
+  # 3x the base share is not 5x.
+  short = report.amplification_claims(_shares_rows(
+      {"Base": RARE_BASE, "GRPO": np.zeros(P, int), "Poly-EPO": np.where(EVEN, 3, 0)}))
+  assert short[0].endswith("**does not hold**")
+  one_seed = report.amplification_claims(_shares_rows(
+      {"Base": RARE_BASE, "GRPO": np.zeros(P, int), "Poly-EPO": np.full(P, 6)}, seeds=1))
+  assert one_seed[0].endswith("**not judged** (fewer than 2 seeds)")
+
+
+def test_amplification_without_strategy_counts_says_so():
+  rows = _shares_rows({"Base": RARE_BASE, "GRPO": np.zeros(P, int), "Poly-EPO": np.full(P, 6)})
+  for row in rows.values():
+    for seed in row["record"]["test"]["seeds"]:
+      seed["per_problem"] = {k: v for k, v in seed["per_problem"].items()
+                             if k != "strategy_counts"}
+  lines = report.amplification_claims(rows)
+  assert lines[0].endswith("→ not evaluated")
+  assert "rerun with this version" in lines[1]
