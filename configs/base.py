@@ -70,6 +70,8 @@ from polyepo import loop, train
 #   eval_every         evaluate on the validation/test/ood splits every k steps
 #                      (0: start/end)
 #   checkpoint_every   orbax checkpoint every k steps (and at the end)
+#   eval_at_start      evaluate the base model at step 0 (identical in every run
+#                      of a sweep that shares base model and eval settings)
 #   eval_splits        the eval splits evaluated: validation, test, ood (tuning
 #                      runs: validation only)
 #   eval_num_problems  problems per eval split

@@ -74,25 +74,37 @@ def plot_pass_at_k(runs, domains, path):
   _save(fig, path, "pass@k after training (bands: 95% bootstrap interval over problems and seeds)")
 
 
-def plot_training(runs, domains, path):
+def plot_training(runs, domains, path, window=10):
+  """Per domain: the rollouts' pass@1 at every step (train.jsonl, `window`-step mean
+  over seeds: has training flattened?), then test pass@1, test pass@32 and ood
+  pass@32 at each evaluation."""
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
   panels = [("test", "pass@1", "test pass@1"), ("test", "pass@32", "test pass@32"),
             ("ood", "pass@32", "ood pass@32")]
-  fig, axes = plt.subplots(len(domains), len(panels), figsize=(5 * len(panels), 3.8 * len(domains)),
-                           squeeze=False)
+  fig, axes = plt.subplots(len(domains), len(panels) + 1,
+                           figsize=(5 * (len(panels) + 1), 3.8 * len(domains)), squeeze=False)
   for i, domain in enumerate(domains):
+    title = records.DOMAIN_TITLES.get(domain, domain)
     for label, row in _trained_rows(runs, domain).items():
-      evals = row["run"].evals
+      run = row["run"]
+      ax = axes[i, 0]
+      if run.train and "pass_at_1" in run.train[0]:
+        ax.plot([r["step"] for r in run.train],
+                _smooth(np.array([r["pass_at_1"] for r in run.train]), window),
+                label=label, color=_color(label), lw=2)
+      ax.set_title(f"{title}: rollout pass@1 ({window}-step mean)")
+      evals = run.evals
       steps = [e["step"] for e in evals]
-      for j, (split, key, title) in enumerate(panels):
+      for j, (split, key, name) in enumerate(panels, start=1):
         ax = axes[i, j]
         _band(ax, steps, [records.value(e, split, key) for e in evals], label)
-        ax.set_title(f"{records.DOMAIN_TITLES.get(domain, domain)}: {title}")
-        ax.set_xlabel("RL step")
-        ax.grid(alpha=0.3)
+        ax.set_title(f"{title}: {name}")
+    for ax in axes[i]:
+      ax.set_xlabel("RL step")
+      ax.grid(alpha=0.3)
   axes[0, 0].legend(fontsize=8)
-  _save(fig, path, "Evaluation along training (step 0 = base model; bands: 95% bootstrap "
-        "interval over problems and seeds)")
+  _save(fig, path, "Training (rollouts) and evaluation along training (step 0 = base model; "
+        "bands: 95% bootstrap interval over problems and seeds)")
 
 
 def plot_distinct_correct(runs, domains, path, window=10):

@@ -213,8 +213,10 @@ def describe(values: Dict[str, Any]) -> str:
 def select_rows(runs: List[RunRecord], domain: str) -> Dict[str, Dict[str, Any]]:
   """{row label: {"record": eval record, "run": RunRecord, "note": str}} of one domain.
 
-  Base is the step-0 evaluation of the first complete run (all runs of a domain
-  start from the same base model and evaluate it with the same keys). Among
+  Base is the step-0 evaluation of the first complete GRPO run that has one, else
+  of the first complete run that has one (all runs of a domain start from the
+  same base model and evaluate it with the same keys; a sweep may evaluate it in
+  one run only, `run.eval_at_start`). Among
   several runs of one algorithm (a grid of settings) the row is the one `choose`
   picks by the tuning criterion on `validation`.
   """
@@ -222,8 +224,10 @@ def select_rows(runs: List[RunRecord], domain: str) -> Dict[str, Dict[str, Any]]
   rows = {}
   if not runs:
     return rows
-  base_source = next((r for r in runs if r.algorithm == "GRPO"), runs[0])
-  rows["Base"] = {"record": base_source.evals[0], "run": base_source, "note": "step 0"}
+  started = [r for r in runs if r.evals[0]["step"] == 0]   # see run.eval_at_start
+  if started:
+    base_source = next((r for r in started if r.algorithm == "GRPO"), started[0])
+    rows["Base"] = {"record": base_source.evals[0], "run": base_source, "note": "step 0"}
   by_label: Dict[str, List[RunRecord]] = {}
   for run in runs:
     by_label.setdefault(run.algorithm, []).append(run)

@@ -410,6 +410,10 @@ def markdown(runs: List[RunRecord], sweep_dirs: Sequence[str]) -> str:
   lines = ["# Results", "", INTRO, ""]
   rows_by_domain = {d: select_rows(runs, d) for d in sorted({r.domain for r in runs})}
   rows_by_domain = {d: rows for d, rows in rows_by_domain.items() if rows}
+  for domain, rows in rows_by_domain.items():
+    if "Base" not in rows:
+      raise ValueError(f"No complete {domain} run evaluated the base model at step 0 "
+                       f"(run.eval_at_start): the report needs one for its Base row.")
   lines += ["## Summary", "", summary_table(rows_by_domain), ""]
   for domain, rows in rows_by_domain.items():
     title = DOMAIN_TITLES.get(domain, domain)

@@ -44,6 +44,9 @@ class RunSettings:
       0 = only at the start and the end).
     checkpoint_every: checkpoint every this many steps (a multiple of
       steps_per_chunk; the last step is always checkpointed).
+    eval_at_start: evaluate the starting (base) model at step 0; runs that
+      share a base model and eval settings would all record the same step-0
+      evaluation, so a sweep may keep it in one of them.
     eval_splits: the eval splits evaluated (names among EVAL_SPLITS; a tuning
       run evaluates `validation` only, so that `test` and `ood` cannot pick
       anything).
@@ -62,6 +65,7 @@ class RunSettings:
   seed: int = 0
   eval_every: int = 50
   checkpoint_every: int = 50
+  eval_at_start: bool = True
   eval_splits: Tuple[str, ...] = ("validation", "test", "ood")
   eval_num_problems: int = 64
   eval_num_samples: int = 32
@@ -233,9 +237,10 @@ def train_and_evaluate(config: train.TrainConfig, model_config, env, env_params,
     if start == 0:  # a fresh run, or one stopped before its first checkpoint
       for name in ("train", "eval"):
         writers.truncate_jsonl(os.path.join(workdir, f"{name}.jsonl"), -1)
-      last_eval = evaluate_seeds(state.params, model_config, env, eval_problems, settings, 0,
-                                 base_params)
-      writer.write("eval", 0, last_eval)
+      if settings.eval_at_start:
+        last_eval = evaluate_seeds(state.params, model_config, env, eval_problems, settings, 0,
+                                   base_params)
+        writer.write("eval", 0, last_eval)
     chunk = config.steps_per_chunk
     bar = tqdm(total=config.num_steps, initial=start, desc=f"train {config.estimator}",
                unit="step", disable=not progress)

@@ -425,6 +425,16 @@ def _records(path):
           for r in writers.read_jsonl(str(path))]
 
 
+def test_a_run_without_the_start_evaluation(setup, tmp_path):
+  """eval_at_start=False skips only the step-0 evaluation; training is unchanged."""
+  env, params, mc, base = setup
+  settings = dataclasses.replace(SETTINGS, eval_at_start=False, eval_every=0)
+  loop.train_and_evaluate(RESUME, mc, env, params, base, _problems(env, params),
+                          str(tmp_path / "run"), settings, progress=False)
+  assert [r["step"] for r in _records(tmp_path / "run" / "eval.jsonl")] == [6]
+  assert [r["step"] for r in _records(tmp_path / "run" / "train.jsonl")] == [1, 2, 3, 4, 5, 6]
+
+
 class _Interrupted(Exception):
   pass
 

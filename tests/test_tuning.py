@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from experiments import records, sweep, tuning
+from experiments import records, report, sweep, tuning
 
 P, SAMPLES = 8, 32
 
@@ -76,6 +76,19 @@ def test_report_rows_use_the_choice():
   assert rows["Reward shaping"]["run"].name == "rs-1"
   assert rows["Reward shaping"]["note"] == ("lr=3e-05, λ=1: best validation pass@1 of 2 "
                                             "settings")
+
+
+def test_the_base_row_comes_from_a_run_that_evaluated_step_0():
+  grpo = _run("g", "grpo", "grpo", 3e-5, [4] * P, splits=("validation", "test"))
+  poly = _run("p", "poly_epo", "set_rl", 3e-5, [5] * P, splits=("validation", "test"))
+  grpo.evals.pop(0)   # run.eval_at_start=False: no step-0 evaluation
+  rows = records.select_rows([grpo, poly], "multiplication")
+  assert rows["Base"]["run"].name == "p" and rows["Base"]["record"]["step"] == 0
+  poly.evals.pop(0)
+  assert "Base" not in records.select_rows([grpo, poly], "multiplication")
+  with pytest.raises(ValueError, match="No complete multiplication run evaluated the base "
+                                       r"model at step 0 \(run.eval_at_start\)"):
+    report.markdown([grpo, poly], [])
 
 
 def _grid():
@@ -147,6 +160,7 @@ def test_tuning_files_feed_the_knob_stage_and_the_final_sweep(tmp_path):
     assert entry is not None
     assert run.overrides["run.num_seeds"] == 5 and run.overrides["train.num_steps"] == 300
     assert run.overrides["run.seed"] != 0
+    assert run.overrides["run.eval_at_start"] == (run.config_file == "configs/grpo.py")
   with pytest.raises(ValueError, match="has no domain 'polynomial_roots'"):
     sweep.load_sweep(f"configs/sweeps/final.py:domains=polynomial_roots,chosen={chosen_path}")
   # The λ sweep runs the other λs as the final comparison runs reward shaping.
@@ -157,6 +171,7 @@ def test_tuning_files_feed_the_knob_stage_and_the_final_sweep(tmp_path):
   for run in lam_runs:
     assert {k: v for k, v in run.overrides.items() if k != "train.lam"} == \
         {k: v for k, v in rs_final.overrides.items() if k != "train.lam"}
+    assert not run.overrides["run.eval_at_start"]
 
 
 def test_tuning_sweep_grid():

@@ -9,8 +9,9 @@ With chosen=PATH (a chosen.json of experiments.tuning, the default), each λ tha
 the final comparison does not already train runs as the final comparison's reward
 shaping does (configs/sweeps/final.py: its chosen learning rate, seeds, steps and
 evaluation), so the λ plot (`shaping_lambda.png`) compares every λ with Poly-EPO
-on one budget. The report's reward-shaping row stays the λ with the best
-`validation` pass@1 (experiments.records.CRITERION). With chosen= (empty): every λ
+on one budget (the base model's step-0 evaluation is the final sweep's; report
+the two sweeps together). The report's reward-shaping row stays the λ with the
+best `validation` pass@1 (experiments.records.CRITERION). With chosen= (empty): every λ
 at the config's defaults and the headline's settings.
 
 Config string: domains=all|multiplication|polynomial_roots,
@@ -42,6 +43,6 @@ def get_sweep(arg=None):
                        f"it first (configs/sweeps/tuning.py).")
     overrides = dict(shared, **entry["overrides"])
     runs += [(entry["config_file"], f"domain={domain},size={args.size}",
-              dict(overrides, **{"train.lam": lam}))
+              dict(overrides, **{"train.lam": lam, "run.eval_at_start": False}))
              for lam in LAMBDAS if lam != entry["overrides"]["train.lam"]]
   return runs
