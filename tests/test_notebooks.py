@@ -14,7 +14,9 @@ TINY = {
                             "PROMPTS, SAMPLES, SET_SIZE = 2, 4, 2\n"
                             "EVAL_PROBLEMS, EVAL_SAMPLES = 4, 4"),
     "02_set_advantage.ipynb": "TABULAR_STEPS = 5\nSEEDS = 1",
-    "03_results.ipynb": f"RESULTS_DIR = {os.path.join(ROOT, 'results', 'headline')!r}",
+    "03_results.ipynb": "RESULTS_DIRS = " + repr([
+        os.path.join(ROOT, "results", "testbed", f"headline-{d}")
+        for d in ("multiplication", "polynomial_roots")]),
 }
 
 
