@@ -216,9 +216,9 @@ def select_rows(runs: List[RunRecord], domain: str) -> Dict[str, Dict[str, Any]]
   Base is the step-0 evaluation of the first complete GRPO run that has one, else
   of the first complete run that has one (all runs of a domain start from the
   same base model and evaluate it with the same keys; a sweep may evaluate it in
-  one run only, `run.eval_at_start`). Among
-  several runs of one algorithm (a grid of settings) the row is the one `choose`
-  picks by the tuning criterion on `validation`.
+  one run only, `run.eval_at_start`). Among several runs of one algorithm (a
+  grid of settings) the row is the one `choose` picks by the tuning criterion on
+  `validation`.
   """
   runs = [r for r in runs if r.domain == domain and is_complete(r)]
   rows = {}
