@@ -85,6 +85,18 @@ def table(group: Sequence[records.RunRecord]) -> str:
   return "\n".join(lines)
 
 
+def unfinished(runs: Sequence[records.RunRecord], sweep_dirs: Sequence[str]) -> List[str]:
+  """Runs that the sweeps planned (their sweep.json) but that have not finished."""
+  done = {r.name for r in runs if records.is_complete(r)}
+  planned = []
+  for sweep_dir in sweep_dirs:
+    path = os.path.join(sweep_dir, "sweep.json")
+    if os.path.exists(path):
+      with open(path) as f:
+        planned += [run["name"] for run in json.load(f)["runs"]]
+  return [name for name in planned if name not in done]
+
+
 def markdown(runs: Sequence[records.RunRecord], sweep_dirs: Sequence[str]) -> str:
   """The whole tuning.md."""
   split, metric = records.CRITERION
@@ -94,13 +106,14 @@ def markdown(runs: Sequence[records.RunRecord], sweep_dirs: Sequence[str]) -> st
            "declared before the runs. Tuning runs evaluate `validation` only, so `test` and "
            "`ood` choose nothing. Cells: mean [95% bootstrap interval over problems and "
            "seeds].", ""]
+  missing = unfinished(runs, sweep_dirs)
+  if missing:
+    lines += [f"**Partial: {len(missing)} planned run(s) have not finished**, so a choice "
+              "below may still change: " + ", ".join(missing) + ".", ""]
   for domain, by_label in groups(runs).items():
     title = records.DOMAIN_TITLES.get(domain, domain)
     for label, group in by_label.items():
       lines += [f"## {title} — {label}", "", table(group), ""]
-  incomplete = [r.name for r in runs if not records.is_complete(r)]
-  if incomplete:
-    lines += ["Incomplete runs (left out): " + ", ".join(incomplete), ""]
   lines += ["## Sweeps", ""] + report.sweep_info(sweep_dirs) + [""]
   return "\n".join(lines)
 

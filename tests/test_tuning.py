@@ -140,6 +140,13 @@ def test_tuning_files_feed_the_knob_stage_and_the_final_sweep(tmp_path):
   assert chosen_path in written
   again = tuning.write_tuning([sweep_dir], str(tmp_path / "again"))
   assert open(again[1]).read() == open(chosen_path).read()   # byte-stable
+  assert "Partial" not in open(written[0]).read()
+  # A sweep whose manifest plans a run that has not finished says so.
+  with open(os.path.join(sweep_dir, "sweep.json"), "w") as f:
+    json.dump({"runs": [{"name": r.name} for r in _grid()] + [{"name": "g3"}]}, f)
+  text = open(tuning.write_tuning([sweep_dir], str(tmp_path / "partial"))[0]).read()
+  assert "**Partial: 1 planned run(s) have not finished**, so a choice below may still " \
+         "change: g3." in text
   # Stage knobs: λ and Poly-EPO's knobs at each one's chosen learning rate.
   knobs = sweep.load_sweep("configs/sweeps/tuning.py:domains=multiplication,stage=knobs,"
                            f"chosen={chosen_path}")
