@@ -464,6 +464,12 @@ def archive_records(sweep_dir: str, destination: str) -> None:
         shutil.copyfile(source, os.path.join(target, name))
 
 
+def archive_sweeps(sweep_dirs: Sequence[str], out: str) -> None:
+  """`archive_records` of each sweep into `out/<sweep name>/`."""
+  for sweep_dir in sweep_dirs:
+    archive_records(sweep_dir, os.path.join(out, os.path.basename(os.path.normpath(sweep_dir))))
+
+
 def write_report(sweep_dirs: Sequence[str], out: str, plots: bool = True,
                  archive: bool = False) -> List[str]:
   """Writes report.md, summary.json (and the plots) into `out`; returns the files written.
@@ -474,8 +480,7 @@ def write_report(sweep_dirs: Sequence[str], out: str, plots: bool = True,
   require_per_problem(runs)
   os.makedirs(out, exist_ok=True)
   if archive:
-    for sweep_dir in sweep_dirs:
-      archive_records(sweep_dir, os.path.join(out, os.path.basename(os.path.normpath(sweep_dir))))
+    archive_sweeps(sweep_dirs, out)
   written = [os.path.join(out, "report.md"), os.path.join(out, "summary.json")]
   with open(written[0], "w") as f:
     f.write(markdown(runs, sweep_dirs))

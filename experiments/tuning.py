@@ -125,9 +125,7 @@ def write_tuning(sweep_dirs: Sequence[str], out: str, archive: bool = False) -> 
   text, choice = markdown(runs, sweep_dirs), chosen_json(runs)  # fail before writing
   os.makedirs(out, exist_ok=True)
   if archive:
-    for sweep_dir in sweep_dirs:
-      report.archive_records(sweep_dir,
-                             os.path.join(out, os.path.basename(os.path.normpath(sweep_dir))))
+    report.archive_sweeps(sweep_dirs, out)
   written = [os.path.join(out, "tuning.md"), os.path.join(out, "chosen.json")]
   for path, content in zip(written, (text, choice)):
     with open(path, "w") as f:
