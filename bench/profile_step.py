@@ -63,7 +63,7 @@ def phases(domain: str, repeats: int):
   rollout_fn = jax.jit(rollout, static_argnums=(1, 2))
   out = rollout_fn(distinct, T, N)
   reward, label = jax.jit(env.score)(repeated, out.tokens)
-  adv = jax.jit(jax.vmap(functools.partial(train.group_advantages, train_config)))(
+  adv = jax.jit(functools.partial(train.batch_advantages, train_config))(
       reward.reshape(B, N), label.reshape(B, N), jax.random.split(key, B))
   adv = adv.reshape(-1)
   logprobs = jax.jit(lambda p, *batch: model.sequence_logprobs(p, model_config, *batch,
@@ -104,8 +104,7 @@ def phases(domain: str, repeats: int):
       "prefill": prefill,
       "decode": full - prefill,
       "scoring": time(jax.jit(env.score), repeated, out.tokens),
-      "advantages": time(jax.jit(jax.vmap(functools.partial(train.group_advantages,
-                                                            train_config))),
+      "advantages": time(jax.jit(functools.partial(train.batch_advantages, train_config)),
                          reward.reshape(B, N), label.reshape(B, N), jax.random.split(key, B)),
       "ref logp": (time(logprobs, params, distinct, out.tokens, out.mask)
                    if train_config.kl_coef else 0.0),

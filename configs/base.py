@@ -28,6 +28,9 @@ from polyepo import loop, train
 #                      set_rl: standardise each prompt's advantages;
 #                      ppo / poly_ppo: standardise each set's advantages and
 #                      the step's GAE advantages
+#   normalize_over     prompt | batch: grpo / reward_shaping / set_rl with
+#                      normalize: standardise each prompt's group, or all
+#                      B * N advantages of the step together
 #   lam                reward shaping: weight of the diversity bonus
 #   objective          set_rl / poly_ppo objective: polychromic |
 #                      polychromic_correct_only | pass_at_n | mean_reward | srl

@@ -162,8 +162,11 @@ CRITERION = ("validation", "pass@1")
 # The config.train fields a tuning grid varies, per estimator (every estimator:
 # the learning rate); with `objective`, which names the algorithm, they are the
 # overrides that reproduce a run's setting from its config file.
-KNOBS = {"reward_shaping": ("lam",), "set_rl": ("set_size", "normalize"),
+KNOBS = {"reward_shaping": ("lam",), "set_rl": ("set_size", "normalize", "normalize_over"),
          "poly_ppo": ("set_size",)}
+# Knobs newer than some archived runs, with the value those runs trained with
+# (polyepo.train.TrainConfig's default; tests/test_tuning.py checks they agree).
+KNOB_DEFAULTS = {"normalize_over": "prompt"}
 
 
 def setting(run: RunRecord) -> Dict[str, Any]:
@@ -171,7 +174,8 @@ def setting(run: RunRecord) -> Dict[str, Any]:
   rate, the estimator's KNOBS, objective where it names the algorithm)."""
   t = run.config["train"]
   out = {"train.learning_rate": t["learning_rate"]}
-  out.update({f"train.{k}": t[k] for k in KNOBS.get(t["estimator"], ())})
+  out.update({f"train.{k}": t[k] if k in t else KNOB_DEFAULTS[k]
+              for k in KNOBS.get(t["estimator"], ())})
   if t["estimator"] in ("set_rl", "poly_ppo"):
     out["train.objective"] = t["objective"]
   return out
@@ -205,7 +209,7 @@ def in_grid_order(group: Sequence[RunRecord]) -> List[RunRecord]:
 def describe(values: Dict[str, Any]) -> str:
   """A setting in words: 'lr=3e-05, λ=0.3' (objective left out: it is in the label)."""
   names = {"train.learning_rate": "lr", "train.lam": "λ", "train.set_size": "n",
-           "train.normalize": "normalize"}
+           "train.normalize": "normalize", "train.normalize_over": "over"}
   return ", ".join(f"{names[k]}={v:g}" if isinstance(v, float) else f"{names[k]}={v}"
                    for k, v in values.items() if k in names)
 

@@ -39,6 +39,7 @@ from polyepo import vines as vines_lib
 from polyepo.env_api import DEGENERATE
 
 ESTIMATORS = ("grpo", "reward_shaping", "set_rl", "ppo", "poly_ppo")
+NORMALIZE_OVER = ("prompt", "batch")  # what `normalize` standardises over
 CRITIC_ESTIMATORS = ("ppo", "poly_ppo")  # a value head, GAE, token-level advantages
 SET_ESTIMATORS = ("set_rl", "poly_ppo")  # a set objective
 
@@ -59,6 +60,13 @@ class TrainConfig:
       is Dr. GRPO); set_rl: standardise each prompt's marginal advantages;
       ppo / poly_ppo: standardise each set's advantages and the step's GAE
       advantages (`polyepo.poly_ppo`).
+    normalize_over: with `normalize`, for grpo / reward_shaping / set_rl:
+      "prompt" standardises each prompt's group of N (as above); "batch"
+      computes each group's advantages unnormalised (centred rewards for
+      grpo and reward shaping, raw marginal advantages for set_rl) and
+      standardises all B * N of the step together, so a group whose
+      advantages are small (an all-correct group under set_rl) keeps them
+      small instead of being scaled to unit size.
     lam: reward-shaping weight λ >= 0.
     objective: set objective name for set_rl and poly_ppo (polychromic =
       Poly-EPO / Poly-PPO).
@@ -92,6 +100,7 @@ class TrainConfig:
   """
   estimator: str = "set_rl"
   normalize: bool = True
+  normalize_over: str = "prompt"
   lam: float = 0.0
   objective: str = "polychromic"
   set_size: int = 4
@@ -128,6 +137,12 @@ def validate(config: TrainConfig) -> None:
   """
   _checks.one_of("estimator", config.estimator, ESTIMATORS)
   _checks.one_of("aggregation", config.aggregation, losses.AGGREGATIONS)
+  _checks.one_of("normalize_over", config.normalize_over, NORMALIZE_OVER)
+  if config.normalize_over == "batch" and (not config.normalize
+                                           or config.estimator in CRITIC_ESTIMATORS):
+    raise ValueError(f"normalize_over='batch' needs normalize=True and estimator one of "
+                     f"grpo, reward_shaping, set_rl; got normalize={config.normalize}, "
+                     f"estimator={config.estimator!r}.")
   N = config.samples_per_prompt
   _checks.at_least("samples_per_prompt", N, 2)
   for name in ("prompts_per_step", "num_epochs", "num_minibatches", "num_steps",
@@ -224,16 +239,34 @@ def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
 
 def group_advantages(config: TrainConfig, rewards: jax.Array, labels: jax.Array,
                      key: jax.Array) -> jax.Array:
-  """Advantages of one prompt's group. rewards: f32[N], labels: i32[N] -> f32[N]."""
+  """Advantages of one prompt's group. rewards: f32[N], labels: i32[N] -> f32[N].
+
+  Standardised over the group only with normalize_over="prompt" (see
+  `batch_advantages` for "batch").
+  """
+  per_prompt = config.normalize and config.normalize_over == "prompt"
   if config.estimator == "grpo":
-    return adv_lib.grpo_advantage(rewards, normalize=config.normalize)
+    return adv_lib.grpo_advantage(rewards, normalize=per_prompt)
   if config.estimator == "reward_shaping":
     return adv_lib.reward_shaping_advantage(rewards, labels, config.lam,
-                                            normalize=config.normalize)
+                                            normalize=per_prompt)
   a = adv_lib.set_rl_advantage(
       config.objective, rewards, labels, set_size=config.set_size,
       num_subsets=config.num_subsets or None, key=key)
-  return adv_lib.normalize_advantage(a) if config.normalize else a
+  return adv_lib.normalize_advantage(a) if per_prompt else a
+
+
+def batch_advantages(config: TrainConfig, rewards: jax.Array, labels: jax.Array,
+                     keys: jax.Array) -> jax.Array:
+  """Advantages of a step's groups. rewards: f32[B, N], labels: i32[B, N], keys: [B] -> f32[B, N].
+
+  With normalize_over="batch", the groups' unnormalised advantages are
+  standardised together: (A - mean A) / (std A + 1e-6) over all B * N.
+  """
+  advantages = jax.vmap(functools.partial(group_advantages, config))(rewards, labels, keys)
+  if config.normalize and config.normalize_over == "batch":
+    advantages = adv_lib.normalize_advantage(advantages.reshape(-1)).reshape(advantages.shape)
+  return advantages
 
 
 def _masked_std(x, mask):
@@ -451,8 +484,7 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
           state.params, problems, prompts, rollout, reward, label,
           jax.random.fold_in(subset_key, 1), axis_name)
     else:
-      advantages = jax.vmap(functools.partial(group_advantages, config))(
-          reward, label, jax.random.split(subset_key, B))
+      advantages = batch_advantages(config, reward, label, jax.random.split(subset_key, B))
       tokens, mask = _constrain(rollout.tokens, mesh), _constrain(rollout.mask, mesh)
       if config.temperature == 1.0:
         old_logp = rollout.logprobs

@@ -246,6 +246,11 @@ MUTANTS = (
            "return max(in_grid_order(group)[::-1], key=criterion)",
            ("tests/test_tuning.py",),
            "a tie between settings goes to the larger learning rate, not the declared rule"),
+    Mutant("batch_normalisation_per_prompt", "polyepo/train.py",
+           "advantages = adv_lib.normalize_advantage(advantages.reshape(-1)).reshape(advantages.shape)",
+           "advantages = jax.vmap(adv_lib.normalize_advantage)(advantages)",
+           ("tests/test_train.py", "-k", "batch_normalisation"),
+           "normalize_over='batch' standardises each prompt's group, as 'prompt' does"),
 )
 
 

@@ -65,7 +65,8 @@ def test_the_main_job_runs_with_the_values_it_always_had():
   model's two stages as in results/base/)."""
   config = poly_epo.get_config("domain=multiplication")
   assert config.train.to_dict() == dict(
-      estimator="set_rl", normalize=True, lam=0.0, objective="polychromic", set_size=4,
+      estimator="set_rl", normalize=True, normalize_over="prompt", lam=0.0,
+      objective="polychromic", set_size=4,
       num_subsets=0, prompts_per_step=16, samples_per_prompt=16, temperature=1.0,
       num_epochs=1, num_minibatches=2, learning_rate=3e-5, warmup_steps=5, weight_decay=0.0,
       grad_clip=1.0, eps_low=0.2, eps_high=0.28, aggregation="token_mean", kl_coef=0.0,

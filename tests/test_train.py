@@ -251,10 +251,47 @@ def test_seed_batches_match_all_seeds_vmapped(setup):
     (dict(estimator="poly_ppo", gae_lambda=-0.1), r"gae_lambda must be in \[0, 1\], got -0.1"),
     (dict(estimator="ppo", value_learning_rate=0.0), "value_learning_rate must be > 0, got 0.0"),
     (dict(estimator="ppo", value_clip=-0.1), "value_clip must be >= 0, got -0.1"),
+    (dict(normalize_over="group"), "normalize_over must be one of 'prompt', 'batch'; "
+     "got 'group'"),
+    (dict(normalize_over="batch", normalize=False), "normalize_over='batch' needs "
+     "normalize=True .* got normalize=False"),
+    (dict(estimator="ppo", normalize_over="batch"), "normalize_over='batch' needs .* "
+     "estimator='ppo'"),
 ])
 def test_bad_configs_fail_before_compiling(change, match):
   with pytest.raises(ValueError, match=match):
     train.validate(dataclasses.replace(TINY, **change))
+
+
+def test_batch_normalisation_scales_all_groups_together():
+  """normalize_over="batch" by hand: GRPO groups [1, 0, 0, 0] and [1, 1, 1, 1] centre
+  to [.75, -.25, -.25, -.25] and zeros; their std over all 8 is sqrt(.75 / 8), so the
+  first group's advantages are [.75, -.25, ...] / .30619 and the second's stay 0.
+  Per prompt the first group is divided by its own std .4330 instead."""
+  rewards = jnp.array([[1., 0., 0., 0.], [1., 1., 1., 1.]])
+  labels = jnp.zeros((2, 4), jnp.int32)
+  keys = jax.random.split(jax.random.PRNGKey(0), 2)
+  config = dataclasses.replace(TINY, estimator="grpo", normalize_over="batch")
+  std = np.sqrt(.75 / 8)
+  np.testing.assert_allclose(train.batch_advantages(config, rewards, labels, keys),
+                             [[.75 / std] + [-.25 / std] * 3, [0.] * 4], rtol=1e-5)
+  per_prompt = train.batch_advantages(dataclasses.replace(config, normalize_over="prompt"),
+                                      rewards, labels, keys)
+  np.testing.assert_allclose(per_prompt[0], np.array([.75, -.25, -.25, -.25]) / np.sqrt(.1875),
+                             rtol=1e-5)
+  # Poly-EPO: the raw marginal advantages of every group, over one batch std. A group
+  # whose strategies are all the same (second) has small advantages and keeps them small.
+  set_config = dataclasses.replace(TINY, estimator="set_rl", set_size=2,
+                                   normalize_over="batch")
+  labels = jnp.array([[0, 1, 2, 3], [0, 0, 0, 1]])
+  rewards = jnp.ones((2, 4))
+  raw = jax.vmap(lambda r, l, k: train.group_advantages(
+      dataclasses.replace(set_config, normalize=False), r, l, k))(rewards, labels, keys)
+  flat = np.asarray(raw).ravel()
+  np.testing.assert_allclose(train.batch_advantages(set_config, rewards, labels, keys),
+                             ((flat - flat.mean()) / (flat.std() + 1e-6)).reshape(2, 4),
+                             rtol=1e-5, atol=1e-6)
+  assert np.ptp(raw[0]) == 0 and np.ptp(raw[1]) > 0   # all-distinct: no one stands out
 
 
 def test_poly_ppo_needs_step_boundaries_before_compiling(setup):

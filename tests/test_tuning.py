@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from experiments import records, report, sweep, tuning
+from polyepo import train
 
 P, SAMPLES = 8, 32
 
@@ -105,9 +106,11 @@ def test_chosen_settings_reproduce_the_runs():
   assert chosen["grpo"] == {"config_file": "configs/grpo.py", "run": "g2", "criterion": 0.1875,
                             "overrides": {"train.learning_rate": 3e-5}}
   assert chosen["reward_shaping"]["overrides"] == {"train.learning_rate": 1e-4, "train.lam": 1.0}
+  # normalize_over is missing from these records (written before it existed): the
+  # value they trained with, the default, fills in.
   assert chosen["poly_epo"]["overrides"] == {
       "train.learning_rate": 3e-5, "train.set_size": 8, "train.normalize": False,
-      "train.objective": "polychromic"}
+      "train.normalize_over": "prompt", "train.objective": "polychromic"}
   assert chosen["poly_epo_correct_only"]["overrides"]["train.objective"] == \
       "polychromic_correct_only"
   assert chosen["poly_epo_correct_only"]["config_file"] == "configs/poly_epo.py"
@@ -155,8 +158,10 @@ def test_tuning_files_feed_the_knob_stage_and_the_final_sweep(tmp_path):
   assert {r.overrides["train.learning_rate"] for r in knobs if "train.lam" in r.overrides} == \
       {1e-4}
   poly = [(r.overrides["train.set_size"], r.overrides["train.normalize"],
-           r.overrides["train.learning_rate"]) for r in knobs if "train.set_size" in r.overrides]
-  assert poly == [(8, True, 3e-5), (4, False, 3e-5), (8, False, 3e-5)]
+           r.overrides["train.normalize_over"], r.overrides["train.learning_rate"])
+          for r in knobs if "train.set_size" in r.overrides]
+  assert poly == [(8, True, "prompt", 3e-5), (4, True, "batch", 3e-5), (8, True, "batch", 3e-5),
+                  (4, False, "prompt", 3e-5), (8, False, "prompt", 3e-5)]
   # The final sweep trains exactly the chosen settings, with fresh seeds.
   final = sweep.load_sweep(f"configs/sweeps/final.py:domains=multiplication,chosen={chosen_path}")
   chosen = json.load(open(chosen_path))["multiplication"]
@@ -198,3 +203,10 @@ def test_tuning_sweep_grid():
   with pytest.raises(ValueError, match="stage='lrs' is not one of: lr, knobs"):
     sweep.load_sweep("configs/sweeps/tuning.py:stage=lrs")
   assert sum(1 for r in runs if r.config_file == "configs/ppo.py") == 3
+
+
+def test_knob_defaults_are_the_train_config_defaults():
+  """A run recorded before a knob existed trained with TrainConfig's default."""
+  for knob, value in records.KNOB_DEFAULTS.items():
+    assert getattr(train.TrainConfig(), knob) == value
+    assert any(knob in knobs for knobs in records.KNOBS.values())

@@ -9,9 +9,10 @@ and the knobs only the learning rate's best value:
                (6 algorithms × 3 = 18 runs per domain);
   stage=knobs  at the learning rate stage lr chose (read from `chosen`, the
                chosen.json that experiments.tuning wrote for stage lr): reward
-               shaping's λ over LAMBDAS and Poly-EPO's (set size n, per-prompt
-               standardisation) over POLY_EPO_KNOBS, the defaults left out (they
-               ran in stage lr): 3 + 3 runs per domain.
+               shaping's λ over LAMBDAS and Poly-EPO's set size n and advantage
+               normalisation (per prompt, over the batch, none) over
+               POLY_EPO_KNOBS, the defaults left out (they ran in stage lr):
+               3 + 5 runs per domain.
 
   python -m experiments.sweep --sweep=configs/sweeps/tuning.py:domains=multiplication \
       --sweep_dir=runs/sweeps/tuning-lr-multiplication
@@ -43,7 +44,11 @@ ALGORITHMS = (("configs/grpo.py", {}), ("configs/reward_shaping.py", {}),
               ("configs/poly_epo.py", {"train.objective": "polychromic_correct_only"}),
               ("configs/ppo.py", {}), ("configs/poly_ppo.py", {}))
 LAMBDAS = (0.1, 0.3, 1.0, 3.0)   # reward shaping's λ (its config's default among them)
-POLY_EPO_KNOBS = ((4, True), (8, True), (4, False), (8, False))  # (set size n, normalize)
+# Poly-EPO's (set size n, normalize, normalize_over): n in {4, 8} at N = 16
+# samples, each with advantages standardised per prompt, over the step's batch,
+# or not at all (normalize_over is unused then; its default is kept).
+POLY_EPO_KNOBS = tuple((n, normalize, over) for normalize, over in
+                       ((True, "prompt"), (True, "batch"), (False, "prompt")) for n in (4, 8))
 STAGES = ("lr", "knobs")
 
 
@@ -95,6 +100,8 @@ def get_sweep(arg=None):
         "train.learning_rate": lrs["reward_shaping"], "train.lam": lam}))
              for lam in LAMBDAS if lam != default_lam]
     runs += [("configs/poly_epo.py", config_string, dict(shared, **{
-        "train.learning_rate": lrs["poly_epo"], "train.set_size": n, "train.normalize": norm}))
-             for n, norm in POLY_EPO_KNOBS if (n, norm) != (defaults.set_size, defaults.normalize)]
+        "train.learning_rate": lrs["poly_epo"], "train.set_size": n, "train.normalize": norm,
+        "train.normalize_over": over}))
+             for n, norm, over in POLY_EPO_KNOBS
+             if (n, norm, over) != (defaults.set_size, defaults.normalize, defaults.normalize_over)]
   return runs
