@@ -207,9 +207,14 @@ def in_grid_order(group: Sequence[RunRecord]) -> List[RunRecord]:
 
 
 def describe(values: Dict[str, Any]) -> str:
-  """A setting in words: 'lr=3e-05, λ=0.3' (objective left out: it is in the label)."""
+  """A setting in words: 'lr=3e-05, λ=0.3', 'lr=3e-05, n=4, normalize=batch' (objective
+  left out: it is in the label)."""
+  values = dict(values)
+  if "train.normalize" in values:   # per prompt, over the batch, or none
+    over = values.pop("train.normalize_over", "prompt")
+    values["train.normalize"] = over if values["train.normalize"] else "none"
   names = {"train.learning_rate": "lr", "train.lam": "λ", "train.set_size": "n",
-           "train.normalize": "normalize", "train.normalize_over": "over"}
+           "train.normalize": "normalize"}
   return ", ".join(f"{names[k]}={v:g}" if isinstance(v, float) else f"{names[k]}={v}"
                    for k, v in values.items() if k in names)
 

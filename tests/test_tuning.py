@@ -210,3 +210,14 @@ def test_knob_defaults_are_the_train_config_defaults():
   for knob, value in records.KNOB_DEFAULTS.items():
     assert getattr(train.TrainConfig(), knob) == value
     assert any(knob in knobs for knobs in records.KNOBS.values())
+
+
+def test_a_setting_in_words():
+  assert records.describe({"train.learning_rate": 3e-5, "train.lam": 0.3}) == "lr=3e-05, λ=0.3"
+  poly = {"train.learning_rate": 1e-4, "train.set_size": 8, "train.normalize": True,
+          "train.normalize_over": "batch", "train.objective": "polychromic"}
+  assert records.describe(poly) == "lr=0.0001, n=8, normalize=batch"
+  assert records.describe(dict(poly, **{"train.normalize": False})) == \
+      "lr=0.0001, n=8, normalize=none"
+  assert records.describe({"train.learning_rate": 1e-5, "train.normalize": True}) == \
+      "lr=1e-05, normalize=prompt"   # a record from before normalize_over
