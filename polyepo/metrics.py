@@ -58,6 +58,40 @@ def decoy_mass(rewards: jax.Array, labels: jax.Array) -> jax.Array:
   return jnp.mean((labels != DEGENERATE) & ~strategy_solved)
 
 
+def advantage_alignment(rewards: jax.Array, advantages: jax.Array) -> dict:
+  """How a step's response advantages line up with correctness (batch-level).
+
+  GRPO gives every correct response a positive advantage and every incorrect
+  one a negative one; a set objective trades some of that for diversity. The
+  shares below measure the trade (0 for GRPO):
+
+    correct_pushed_down    share of correct responses with advantage < 0
+    incorrect_pushed_up    share of incorrect responses with advantage > 0
+    all_correct_advantage  mean |advantage| in groups whose N responses are all
+                           correct (0 when there are none): the diversity-only
+                           signal GRPO leaves at zero
+
+  Args:
+    rewards: f32[B, N]; a response is correct when its reward is > 0.
+    advantages: f32[B, N], one per response.
+
+  Returns:
+    {name: f32[]} with the three entries above.
+  """
+  _checks.same_shape("rewards", rewards, "advantages", advantages)
+  correct = rewards > 0
+
+  def share(condition, among):
+    return jnp.sum(condition & among) / jnp.maximum(jnp.sum(among), 1)
+
+  all_correct = jnp.broadcast_to(jnp.all(correct, axis=1, keepdims=True), correct.shape)
+  return dict(
+      correct_pushed_down=share(advantages < 0, correct),
+      incorrect_pushed_up=share(advantages > 0, ~correct),
+      all_correct_advantage=jnp.sum(jnp.abs(advantages) * all_correct)
+      / jnp.maximum(jnp.sum(all_correct), 1))
+
+
 def strategy_counts(labels: jax.Array, num_strategies: int) -> jax.Array:
   """Histogram of labels: i32[S + 1], the last entry counting DEGENERATE.
 

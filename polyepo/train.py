@@ -492,7 +492,8 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
         old_logp = logprobs(state.params, prompts, tokens, mask)
       batch = dict(tokens=per_group(tokens), mask=per_group(mask), loss_mask=per_group(mask),
                    old_logp=per_group(old_logp), advantages=advantages)
-      extra_metrics = dict(advantage_std=jnp.std(advantages))
+      extra_metrics = dict(advantage_std=jnp.std(advantages),
+                           **metrics.advantage_alignment(reward, advantages))
     # The base model's log-probs are needed only for the KL term of the loss
     # (evaluation measures the KL to the base model either way).
     if config.kl_coef:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import brute
+from polyepo import advantages as adv
 from polyepo import metrics
 
 
@@ -116,3 +117,21 @@ def test_family_labels_hand_values():
   # families sorted: long -> 0, split -> 1; DEGENERATE stays -1.
   np.testing.assert_array_equal(metrics.family_labels(labels, ("split", "long", "split")),
                                 [[1, 0, 1, -1]])
+
+
+def test_advantage_alignment_by_hand():
+  """Correct responses: (0, 0), (0, 1) and all four of group 1; of these (0, 1), (1, 1)
+  and (1, 3) have negative advantages: 3 / 6. Incorrect: (0, 2) positive, (0, 3)
+  negative: 1 / 2. Group 1 is all correct: mean |A| = (.1 + .1 + .2 + .2) / 4."""
+  rewards = jnp.array([[1., 1., 0., 0.], [1., 1., 1., 1.]])
+  advantages = jnp.array([[.5, -.2, .3, -1.], [.1, -.1, .2, -.2]])
+  out = metrics.advantage_alignment(rewards, advantages)
+  np.testing.assert_allclose(out["correct_pushed_down"], 0.5)
+  np.testing.assert_allclose(out["incorrect_pushed_up"], 0.5)
+  np.testing.assert_allclose(out["all_correct_advantage"], 0.15, rtol=1e-6)
+  # GRPO's advantages (r - mean) / std never push against correctness.
+  grpo = jax.vmap(adv.grpo_advantage)(rewards)
+  assert {k: float(v) for k, v in metrics.advantage_alignment(rewards, grpo).items()} == {
+      "correct_pushed_down": 0.0, "incorrect_pushed_up": 0.0, "all_correct_advantage": 0.0}
+  with pytest.raises(ValueError, match="rewards and advantages must have the same shape"):
+    metrics.advantage_alignment(rewards, advantages[:, :3])
