@@ -270,19 +270,38 @@ def plot_forced_accuracy(runs, domains, path) -> bool:
 
 EXPLORATION_PANELS = (("decoy_mass", "decoy mass"),
                       ("distinct_correct_families", "distinct correct families"))
+ALIGNMENT_PANELS = (("correct_pushed_down", "correct responses with advantage < 0"),
+                    ("incorrect_pushed_up", "incorrect responses with advantage > 0"),
+                    ("all_correct_advantage", "mean |advantage| in all-correct groups"))
 
 
 def plot_exploration(runs, domains, path, window=10) -> bool:
   """Decoy mass and distinct correct families along training (lines: rollouts;
-  squares: test evaluations); keys a run did not record are skipped, and False
-  (no plot) when none recorded any."""
+  squares: test evaluations); False (no plot) when no run recorded them."""
+  return _metric_panels(runs, domains, path, EXPLORATION_PANELS, window,
+                        f"Exploration along training\nlines: training rollouts ({window}-step "
+                        "mean over seeds); squares: test evaluation")
+
+
+def plot_advantage_alignment(runs, domains, path, window=10) -> bool:
+  """How each algorithm's advantages line up with correctness along training
+  (`polyepo.metrics.advantage_alignment`; GRPO's are 0); False (no plot) when no
+  run recorded them."""
+  return _metric_panels(runs, domains, path, ALIGNMENT_PANELS, window,
+                        f"Advantages against correctness (training rollouts, {window}-step "
+                        "mean over seeds; GRPO: 0)")
+
+
+def _metric_panels(runs, domains, path, panels, window, caption) -> bool:
+  """One panel per (key, title) of `panels` and row per domain: the key along
+  training (lines) and at test evaluations (squares), wherever a run recorded it;
+  False (no plot) when none did."""
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-  fig, axes = plt.subplots(len(domains), len(EXPLORATION_PANELS),
-                           figsize=(5.5 * len(EXPLORATION_PANELS), 3.8 * len(domains)),
-                           squeeze=False)
+  fig, axes = plt.subplots(len(domains), len(panels),
+                           figsize=(5.5 * len(panels), 3.8 * len(domains)), squeeze=False)
   drawn = False
   for i, domain in enumerate(domains):
-    for j, (key, title) in enumerate(EXPLORATION_PANELS):
+    for j, (key, title) in enumerate(panels):
       ax = axes[i, j]
       for label, row in _trained_rows(runs, domain).items():
         train = [r for r in row["run"].train if key in r]
@@ -305,8 +324,7 @@ def plot_exploration(runs, domains, path, window=10) -> bool:
   if not drawn:
     plt.close(fig)
     return False
-  _save(fig, path, f"Exploration along training\nlines: training rollouts ({window}-step "
-        "mean over seeds); squares: test evaluation")
+  _save(fig, path, caption)
   return True
 
 

@@ -32,6 +32,10 @@ writes to --out (default SWEEP_DIR/report):
                         recorded).
   exploration.png       decoy mass and distinct correct families along training
                         (those recorded).
+  advantages.png        along training, the share of correct responses with a
+                        negative advantage, of incorrect ones with a positive
+                        advantage, and the advantage scale of all-correct
+                        groups (when recorded; 0 for GRPO).
   shaping_lambda.png    reward shaping's final test pass@1 and distinct correct
                         against λ, Poly-EPO as a band (when λ was swept).
                         (The plots are drawn by `experiments.plots`; the
@@ -501,6 +505,7 @@ def write_report(sweep_dirs: Sequence[str], out: str, plots: bool = True,
     for name, plot in (("discovery.png", plots_lib.plot_discovery),
                        ("forced_accuracy.png", plots_lib.plot_forced_accuracy),
                        ("exploration.png", plots_lib.plot_exploration),
+                       ("advantages.png", plots_lib.plot_advantage_alignment),
                        ("shaping_lambda.png", plots_lib.plot_shaping_lambda)):
       if plot(runs, domains, os.path.join(out, name)):
         written.append(os.path.join(out, name))

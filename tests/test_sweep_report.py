@@ -169,6 +169,7 @@ def test_report_tables_follow_the_run_directories(tiny_sweep, tmp_path):
   assert ("discovery.png" in names) == ("correct_strategy_share" in train[-1])
   assert ("forced_accuracy.png" in names) == ("forced_accuracy" in final["test"]["mean"])
   assert ("exploration.png" in names) == ("decoy_mass" in train[-1])
+  assert ("advantages.png" in names) == ("correct_pushed_down" in train[-1])
   text = (tmp_path / "a" / "report.md").read_text()
   # Determinism: regenerating gives the same tables byte for byte.
   report.write_report([str(sweep_dir)], str(tmp_path / "b"), plots=False)
