@@ -115,10 +115,11 @@ def per_problem(record: Dict[str, Any], split: str, name: str) -> Optional[np.nd
   """f64[S, P]: metric `name` on each problem, per seed, of an eval record's split.
 
   `name` is "pass@k" (unbiased, from each problem's correct samples),
-  "share:<strategy>" (the share of a problem's samples with that label) or a key
-  of PER_PROBLEM_KEYS. None where it was not evaluated: the split is absent, k
-  exceeds the samples drawn, no answers exist (majority vote), or the records
-  hold no per-problem strategy counts (older records).
+  "share:<strategy>" (the share of a problem's samples with that label),
+  "correct:<strategy>" (the share of its samples that are correct and have that
+  label) or a key of PER_PROBLEM_KEYS. None where it was not evaluated: the
+  split is absent, k exceeds the samples drawn, no answers exist (majority
+  vote), or the records hold no per-problem strategy counts (older records).
   """
   if split not in record:
     return None
@@ -130,8 +131,10 @@ def per_problem(record: Dict[str, Any], split: str, name: str) -> Optional[np.nd
       if k > num_samples:
         return None
       rows.append(stats.pass_at_k(num_samples, values["num_correct"], k))
-    elif name.startswith("share:"):
-      counts = values.get("strategy_counts", {}).get(name[len("share:"):])
+    elif name.startswith(("share:", "correct:")):
+      kind, strategy = name.split(":", 1)
+      key = "strategy_counts" if kind == "share" else "correct_counts"
+      counts = values.get(key, {}).get(strategy)
       if counts is None:
         return None
       rows.append(np.asarray(counts, float) / int(seed["num_samples"]))

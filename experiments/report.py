@@ -13,8 +13,12 @@ writes to --out (default SWEEP_DIR/report):
                         each metric's mean [95% interval]; a per-strategy table
                         (family, share, accuracy, forced accuracy); the step at
                         which each strategy is first discovered; the papers'
-                        claims checked; the sweep's command, commit, machine and
-                        wall time (from its sweep.jsonl).
+                        claims checked; each row's pass@1 difference to GRPO
+                        split into strategy choice and execution
+                        (`stats.shift_share`, from the per-problem correct
+                        counts per strategy, when recorded); the sweep's
+                        command, commit, machine and wall time (from its
+                        sweep.jsonl).
   summary.json          {domain: {algorithm: {split: {metric: {"mean", "ci_low",
                         "ci_high", "seeds"}}, "strategy_share": {...}}}}, with
                         the base model's "forced_accuracy"; rounded to 4
@@ -67,6 +71,7 @@ import shutil
 from typing import Any, Dict, List, Optional, Sequence
 
 from absl import app, flags
+import numpy as np
 
 from experiments import stats
 # The records API, re-exported: notebooks and tests read runs through `report`.
@@ -203,6 +208,54 @@ def discovery_table(rows: Dict[str, Dict[str, Any]], families: Dict[str, str]) -
                    "never" if found[name] is None else str(found[name]))
     lines.append("| " + " | ".join(cells) + " |")
   return "\n".join(lines)
+
+
+def _signed(interval: stats.Interval) -> str:
+  return f"{interval.mean:+.3f} [{interval.low:+.3f}, {interval.high:+.3f}]"
+
+
+def pass_at_1_sources(rows: Dict[str, Dict[str, Any]], split: str = "test",
+                      reference: str = "GRPO", largest: int = 3) -> Optional[str]:
+  """Markdown: each row's pass@1 difference to `reference`, split into strategy
+  choice and execution (`stats.shift_share`), with paired bootstrap intervals,
+  and the `largest` per-strategy terms. None when the records hold no
+  per-problem correct counts per strategy (older records) or lack `reference`.
+  """
+  if reference not in rows or split not in rows[reference]["record"]:
+    return None
+  labels = list(rows[reference]["record"][split]["mean"]["strategy_share"])
+  names = [f"share:{n}" for n in labels] + [f"correct:{n}" for n in labels]
+
+  def values(label):
+    per = [per_problem(rows[label]["record"], split, name) for name in names]
+    return None if any(v is None for v in per) else np.stack(per)   # [2K, S, P]
+
+  def statistic(mean_a, mean_b):                                   # [2K, R] each
+    k = len(labels)
+    choice, execution = stats.shift_share(mean_a[:k].T, mean_a[k:].T, mean_b[:k].T,
+                                          mean_b[k:].T)            # [R, K] each
+    totals = [choice.sum(-1) + execution.sum(-1), choice.sum(-1), execution.sum(-1)]
+    return np.concatenate([np.stack(totals), choice.T, execution.T])
+
+  b = values(reference)
+  if b is None:
+    return None
+  header = ["", f"pass@1 − {reference}", "strategy choice", "execution",
+            "largest terms (choice / execution of one strategy)"]
+  lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+  for label, row in rows.items():
+    a = values(label) if label != reference and split in row["record"] else None
+    if a is None:
+      continue
+    intervals = stats.paired_intervals(a, b, statistic)
+    terms = [(kind, name, x.mean) for kind, part in (("choice", intervals[3:3 + len(labels)]),
+                                                      ("execution", intervals[3 + len(labels):]))
+             for name, x in zip(labels, part)]
+    terms = sorted(terms, key=lambda t: -abs(t[2]))[:largest]
+    lines.append(f"| {label} | {_signed(intervals[0])} | {_signed(intervals[1])} | "
+                 f"{_signed(intervals[2])} | "
+                 + ", ".join(f"{kind} `{name}` {x:+.3f}" for kind, name, x in terms) + " |")
+  return "\n".join(lines) if len(lines) > 2 else None
 
 
 # -- claims --------------------------------------------------------------------
@@ -408,6 +461,14 @@ INTRO = (
     + SATURATED_NOTE)
 
 
+SOURCES_NOTE = (
+    "pass@1 is the sum over strategies of share × accuracy (accuracy here over all "
+    "problems). The difference to GRPO splits exactly into *strategy choice* (Σ Δshare × "
+    "mean accuracy: where the samples go) and *execution* (Σ Δaccuracy × mean share: how "
+    "often they are right there), each with its paired bootstrap interval; the largest "
+    "single-strategy terms are point estimates.")
+
+
 def markdown(runs: List[RunRecord], sweep_dirs: Sequence[str]) -> str:
   """The whole report.md."""
   require_per_problem(runs)
@@ -441,6 +502,10 @@ def markdown(runs: List[RunRecord], sweep_dirs: Sequence[str]) -> str:
               "are correct and follow the strategy (seed mean):", "",
               discovery_table(rows, families), ""]
     lines += [f"### {title} — the papers' claims", ""] + claims(rows) + [""]
+    sources = pass_at_1_sources(rows)
+    if sources:
+      lines += [f"### {title} — where each pass@1 difference to GRPO comes from (`test`)", "",
+                SOURCES_NOTE, "", sources, ""]
   incomplete = [r.name for r in runs if not is_complete(r)]
   if incomplete:
     lines += ["Incomplete runs (left out): " + ", ".join(incomplete), ""]

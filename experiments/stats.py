@@ -29,10 +29,12 @@ uses the same problem draws.
   stats.interval(x)                 # x: f[S, P] -> Interval(mean, low, high)
   stats.difference_interval(a, b)   # paired over problems
   stats.judge(a, b, ">", margin=0.0).verdict
+  stats.paired_intervals(a, b, statistic)  # any statistic of two runs' means
+  stats.shift_share(share_a, correct_a, share_b, correct_b)  # accuracy gap = choice + execution
 """
 
 import math
-from typing import NamedTuple
+from typing import Callable, List, NamedTuple, Tuple
 
 import numpy as np
 
@@ -130,6 +132,71 @@ def difference_interval(a, b, paired: bool = True) -> Interval:
   replicates = (_replicate_means(a, seeds_a, problems_a)
                 - _replicate_means(b, seeds_b, problems_b))
   return _interval(a.mean() - b.mean(), replicates)
+
+
+def paired_intervals(a, b, statistic: Callable[[np.ndarray, np.ndarray], np.ndarray]
+                     ) -> List[Interval]:
+  """Statistics of two runs' means, each with its paired bootstrap interval.
+
+  Args:
+    a: f[K, Sa, P], K per-problem values of run a (seeds x problems).
+    b: f[K, Sb, P], the same K values of run b, on the same P problems.
+    statistic: (mean_a f[K, R], mean_b f[K, R]) -> f[M, R], M statistics of R
+      pairs of mean vectors (each value's mean over seeds and problems).
+
+  Returns:
+    M Intervals: the statistic of the full means and the 95% percentile
+    interval of its replicates. The replicates draw problems (shared by a and b)
+    and seeds exactly as `difference_interval` does, so a statistic that is a
+    difference of means gets `difference_interval`'s interval.
+  """
+  a, b = np.asarray(a, float), np.asarray(b, float)
+  if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[2]:
+    raise ValueError(f"a and b must be f[K, seeds, problems] with the same K values and "
+                     f"problems, got shapes {a.shape} and {b.shape}.")
+  rng = np.random.default_rng(SEED)
+  problems = _draws(rng, a.shape[2])
+  seeds_a, seeds_b = _draws(rng, a.shape[1]), _draws(rng, b.shape[1])
+  replicates_a = np.stack([_replicate_means(x, seeds_a, problems) for x in a])  # [K, R]
+  replicates_b = np.stack([_replicate_means(x, seeds_b, problems) for x in b])
+  points = np.asarray(statistic(a.mean(axis=(1, 2))[:, None], b.mean(axis=(1, 2))[:, None]))
+  replicates = np.asarray(statistic(replicates_a, replicates_b))
+  return [_interval(p[0], r) for p, r in zip(points, replicates)]
+
+
+def shift_share(share_a, correct_a, share_b, correct_b) -> Tuple[np.ndarray, np.ndarray]:
+  """Splits a difference in accuracy into strategy choice and execution, per label.
+
+  A run's accuracy (pass@1) is sum_k share_k * accuracy_k over the K labels
+  (strategies and DEGENERATE): share_k is the fraction of its samples that
+  follow label k, correct_k the fraction that are correct and follow k, and
+  accuracy_k = correct_k / share_k. The difference of two runs splits exactly
+  (the midpoint, or Shapley, decomposition of a product):
+
+    sum_k correct_a - correct_b = sum_k (share_a - share_b) (accuracy_a + accuracy_b) / 2
+                                + sum_k (accuracy_a - accuracy_b) (share_a + share_b) / 2,
+
+  choice (where the samples go) plus execution (how often they are right
+  there). A label that one run never produces takes the other run's accuracy
+  (its whole difference is choice); a label neither produces adds nothing.
+
+  Args:
+    share_a, correct_a, share_b, correct_b: f[..., K], 0 <= correct <= share.
+
+  Returns:
+    (choice, execution), each f[..., K]; choice + execution = correct_a - correct_b.
+  """
+  share_a, correct_a, share_b, correct_b = (np.asarray(x, float) for x in
+                                            (share_a, correct_a, share_b, correct_b))
+  with np.errstate(invalid="ignore", divide="ignore"):
+    accuracy_a = np.where(share_a > 0, correct_a / share_a, np.nan)
+    accuracy_b = np.where(share_b > 0, correct_b / share_b, np.nan)
+  accuracy_a = np.where(share_a > 0, accuracy_a, accuracy_b)
+  accuracy_b = np.where(share_b > 0, accuracy_b, accuracy_a)
+  accuracy_a, accuracy_b = np.nan_to_num(accuracy_a), np.nan_to_num(accuracy_b)
+  choice = (share_a - share_b) * (accuracy_a + accuracy_b) / 2
+  execution = (accuracy_a - accuracy_b) * (share_a + share_b) / 2
+  return choice, execution
 
 
 def verdict(difference: Interval, relation: str, margin: float = 0.0) -> str:

@@ -172,8 +172,9 @@ def summarize(samples: Samples, strategy_names, strategy_families=None) -> Dict[
       numbers: "num_correct" (correct samples), "distinct", "distinct_correct",
       "distinct_correct_families" (ints), "branch_point" and "majority_vote"
       (floats; "majority_vote" absent when no answer ids exist), and
-      "strategy_counts": {name: samples with that label, per problem}, plus
-      "DEGENERATE".
+      "strategy_counts": {name: samples with that label, per problem} and
+      "correct_counts": {name: correct samples with that label, per problem},
+      both with "DEGENERATE" (so the correct counts sum to "num_correct").
   """
   rewards, labels = samples.rewards, samples.labels
   num_problems, num_samples = rewards.shape
@@ -218,6 +219,9 @@ def summarize(samples: Samples, strategy_names, strategy_families=None) -> Dict[
       "strategy_counts": {
           name: (labels == (DEGENERATE if name == "DEGENERATE" else s)).sum(-1).astype(int)
           .tolist() for s, name in enumerate(names + ["DEGENERATE"])},
+      "correct_counts": {
+          name: ((labels == (DEGENERATE if name == "DEGENERATE" else s)) & (rewards > 0))
+          .sum(-1).astype(int).tolist() for s, name in enumerate(names + ["DEGENERATE"])},
   }
   majority = None
   if (samples.answers >= 0).any():

@@ -71,6 +71,9 @@ def test_summarize_families_applicability_and_per_problem_hand_values():
   # Samples per strategy and problem, read off the labels above (every sample counted).
   assert per["strategy_counts"] == {"a": [1, 1, 1], "b": [1, 0, 3], "c": [1, 1, 0],
                                     "d": [0, 2, 0], "DEGENERATE": [1, 0, 0]}
+  # The correct ones among them (P0: a, b, DEG right; P1: c and one d right).
+  assert per["correct_counts"] == {"a": [1, 0, 0], "b": [1, 0, 0], "c": [0, 1, 0],
+                                   "d": [0, 1, 0], "DEGENERATE": [1, 0, 0]}
   assert all(type(v) is int for v in per["num_correct"] + per["distinct_correct_families"])
   assert s["distinct_correct_strategies"] == pytest.approx(4 / 3)
   assert s["distinct_correct_families"] == pytest.approx(1.0)

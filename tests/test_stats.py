@@ -95,3 +95,39 @@ def test_intervals_are_deterministic():
   x = np.random.default_rng(3).uniform(size=(3, 40))
   assert stats.interval(x) == stats.interval(x.copy())
   assert stats.difference_interval(x, x[::-1]) == stats.difference_interval(x, x[::-1])
+
+
+def test_shift_share_by_hand():
+  # a: half the samples on k0 (accuracy 0.8), half on k1 (0.2); b: all on k0 (0.6).
+  choice, execution = stats.shift_share([0.5, 0.5, 0.0], [0.4, 0.1, 0.0],
+                                        [1.0, 0.0, 0.0], [0.6, 0.0, 0.0])
+  # k0: (0.5 - 1)(0.8 + 0.6)/2 and (0.8 - 0.6)(0.5 + 1)/2; k1, never produced by b,
+  # takes a's accuracy: (0.5 - 0)(0.2 + 0.2)/2 and 0; k2, produced by neither: 0.
+  np.testing.assert_allclose(choice, [-0.35, 0.1, 0.0])
+  np.testing.assert_allclose(execution, [0.15, 0.0, 0.0])
+
+
+def test_shift_share_sums_to_the_accuracy_difference():
+  rng = np.random.default_rng(3)
+  share_a, share_b = rng.dirichlet(np.ones(5), 20), rng.dirichlet(np.ones(5), 20)
+  share_a[:, 4] = 0.0   # a label one side never uses
+  correct_a, correct_b = share_a * rng.random((20, 5)), share_b * rng.random((20, 5))
+  choice, execution = stats.shift_share(share_a, correct_a, share_b, correct_b)
+  np.testing.assert_allclose((choice + execution).sum(-1),
+                             correct_a.sum(-1) - correct_b.sum(-1), atol=1e-12)
+  # Equal accuracies: all choice; equal shares: all execution.
+  same = stats.shift_share(share_a, share_a * 0.3, share_b, share_b * 0.3)
+  np.testing.assert_allclose(same[1], 0.0, atol=1e-12)
+  np.testing.assert_allclose(stats.shift_share(share_a, correct_a, share_a, correct_b)[0], 0.0,
+                             atol=1e-12)
+
+
+def test_paired_intervals_of_a_difference_is_the_difference_interval():
+  rng = np.random.default_rng(4)
+  a, b = rng.random((3, 4, 12)), rng.random((3, 2, 12))
+  got = stats.paired_intervals(a, b, lambda ma, mb: (ma - mb)[1:2] * 1.0)
+  want = stats.difference_interval(a[1], b[1])
+  assert got[0].mean == pytest.approx(want.mean)
+  assert got[0].low == pytest.approx(want.low) and got[0].high == pytest.approx(want.high)
+  with pytest.raises(ValueError, match="same K values and problems"):
+    stats.paired_intervals(a, b[:, :, :5], lambda ma, mb: ma - mb)
