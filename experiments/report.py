@@ -282,11 +282,10 @@ def claims(rows: Dict[str, Dict[str, Any]]) -> List[str]:
     if values_a is None or values_b is None:
       return f"- {statement}: not evaluated"
     judgement = stats.judge(values_a, values_b, relation, margin)
-    d = judgement.difference
     mean_a, mean_b = values_a.mean(), values_b.mean()
     text = (f"- {statement}: {a} {cell(stats.interval(values_a), name)} vs {b} "
-            f"{cell(stats.interval(values_b), name)}; difference {d.mean:+.3f} "
-            f"[{d.low:+.3f}, {d.high:+.3f}] → {_verdict(judgement.verdict)}")
+            f"{cell(stats.interval(values_b), name)}; difference "
+            f"{_signed(judgement.difference)} → {_verdict(judgement.verdict)}")
     if saturated(name, mean_a) and saturated(name, mean_b):
       text += " (both saturated: near the ceiling, the difference is uninformative)"
     return text

@@ -188,12 +188,10 @@ def shift_share(share_a, correct_a, share_b, correct_b) -> Tuple[np.ndarray, np.
   """
   share_a, correct_a, share_b, correct_b = (np.asarray(x, float) for x in
                                             (share_a, correct_a, share_b, correct_b))
-  with np.errstate(invalid="ignore", divide="ignore"):
-    accuracy_a = np.where(share_a > 0, correct_a / share_a, np.nan)
-    accuracy_b = np.where(share_b > 0, correct_b / share_b, np.nan)
-  accuracy_a = np.where(share_a > 0, accuracy_a, accuracy_b)
-  accuracy_b = np.where(share_b > 0, accuracy_b, accuracy_a)
-  accuracy_a, accuracy_b = np.nan_to_num(accuracy_a), np.nan_to_num(accuracy_b)
+  accuracy_a = np.divide(correct_a, share_a, out=np.zeros_like(share_a), where=share_a > 0)
+  accuracy_b = np.divide(correct_b, share_b, out=np.zeros_like(share_b), where=share_b > 0)
+  accuracy_a, accuracy_b = (np.where(share_a > 0, accuracy_a, accuracy_b),
+                            np.where(share_b > 0, accuracy_b, accuracy_a))
   choice = (share_a - share_b) * (accuracy_a + accuracy_b) / 2
   execution = (accuracy_a - accuracy_b) * (share_a + share_b) / 2
   return choice, execution
