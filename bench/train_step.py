@@ -20,11 +20,12 @@
    since it runs the same FLOPs with shared weights. Timed in turn, round after
    round.
 
-3. `--poly-ppo` (alone): Poly-PPO's step split into root rollout, vine rollout,
-   advantages (scoring, step boundaries, the values' forward pass, GAE and set
-   advantages) and update (the whole step minus those), and its whole step next
-   to Poly-EPO's and PPO's at equal root batch (multiplication, default model;
-   `--tiny` a 1-layer width-32 model for a quick check).
+3. `--poly-ppo` (alone): Poly-PPO's step split into root rollout, vine rollout
+   (both returning the features the critic reads), advantages (scoring, step
+   boundaries, the values, GAE and set advantages) and update (the whole step
+   minus those), and its whole step next to Poly-EPO's and PPO's at equal root
+   batch (multiplication, default model; `--tiny` a 1-layer width-32 model for a
+   quick check).
 
 All numbers are medians after a warm-up, measured side by side in this process;
 FLOP/s are divided by a 2048^3 matmul of the same precision measured here too (CPU
@@ -47,7 +48,8 @@ import optax
 import envs
 from bench.model import matmul_peak, sampling_flops
 from bench.timing import interleaved_median_seconds, median_seconds
-from polyepo import advantages, losses, model, poly_ppo, pretrain, sampling, train, vines
+from polyepo import (advantages, losses, model, poly_ppo, pretrain, sampling, train,
+                     value_head, vines)
 
 PROMPTS, SAMPLES, RESPONSE, PROMPT_LEN = 16, 16, 48, 16
 PRESET = model.TransformerConfig(vocab_size=32, width=128, num_layers=2, num_heads=4,
@@ -158,7 +160,7 @@ def poly_ppo_phases(repeats, prompts, samples, tiny=False):
   @jax.jit
   def root_rollout(key):
     return sampling.sample(base, config, key, prompt_tokens, max_new_tokens=T,
-                           samples_per_prompt=N)
+                           samples_per_prompt=N, return_features=True)
 
   roots = root_rollout(jax.random.key(2))
   bounds = env.step_boundaries(roots.tokens).reshape(B, N, T)
@@ -167,10 +169,11 @@ def poly_ppo_phases(repeats, prompts, samples, tiny=False):
   def vine_rollout(key):
     states = jax.vmap(lambda k, b: vines.choose_states(k, b, K))(jax.random.split(key, B), bounds)
     return vines.sample_vines(base, config, key, prompt_tokens, roots.tokens.reshape(B, N, T),
-                              states, samples=N_v)
+                              states, samples=N_v, return_features=True)
 
   out = vine_rollout(jax.random.key(3))
   M = N + K * N_v
+  head = value_head.init(jax.random.key(5), config.width)
 
   @jax.jit
   def advantage_phase(key):
@@ -182,10 +185,9 @@ def poly_ppo_phases(repeats, prompts, samples, tiny=False):
     repeated = jax.tree.map(lambda x: jnp.repeat(x, M, axis=0), problems)
     reward, label = env.score(repeated, tokens.reshape(-1, T))
     boundaries = env.step_boundaries(tokens.reshape(-1, T)).reshape(B, M, T)
-    _, features = model.sequence_logprobs_and_features(
-        base, config, prompt_tokens, tokens.reshape(-1, T), mask.reshape(-1, T),
-        samples_per_prompt=M)
-    values = features.sum(-1).reshape(B, M, T) * 0.0
+    features = jnp.concatenate([roots.features.reshape(B, N, T, -1),
+                                out.features.reshape(B, K * N_v, T, -1)], 1)
+    values = value_head.apply(head, features)   # the sampler's features feed the critic
     groups = jax.vmap(lambda *a: poly_ppo.group_advantages(
         *a, num_roots=N, vine_samples=N_v, objective="polychromic", set_size=tc.set_size,
         num_subsets=None, window=tc.vine_window, gamma=1.0, lam=0.95, normalize=True))(

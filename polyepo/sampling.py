@@ -5,6 +5,7 @@
   rollout.tokens    # i32[B, T]  response tokens, pad after EOS
   rollout.logprobs  # f32[B, T]  log-prob under the sampling distribution
   rollout.mask      # bool[B, T] True up to and including EOS
+  rollout.features  # f32[B, T, d] with return_features=True, else None
 
 The prompt (left-padded with config.pad_id) is prefilled in one forward pass;
 then each step samples a token from the last logits and runs the model on that
@@ -48,10 +49,16 @@ class Rollout(NamedTuple):
     logprobs: f32[B, T], log-prob of each token under the sampling
       distribution (after temperature / top-k / top-p); 0 where mask is False.
     mask: bool[B, T], True for real response tokens, EOS included.
+    features: f32[B, T, d], the final normalised hidden state each token was
+      sampled from (the state "prompt + response[:t]", as
+      `model.sequence_logprobs_and_features` gives it, to float rounding), or
+      None unless asked for: a critic reads V(s_t) from it without another
+      forward pass.
   """
   tokens: jax.Array
   logprobs: jax.Array
   mask: jax.Array
+  features: Optional[jax.Array] = None
 
 
 def _is_static(x) -> bool:
@@ -138,7 +145,8 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
            prompt_tokens: jax.Array, *, max_new_tokens: int,
            temperature: Scalar = 1.0, top_k: Scalar = 0, top_p: Scalar = 1.0,
            samples_per_prompt: int = 1, early_stop: bool = True,
-           axis_name: Optional[str] = None) -> Rollout:
+           axis_name: Optional[str] = None, return_features: bool = False,
+           prompt_mask: Optional[jax.Array] = None) -> Rollout:
   """Samples `samples_per_prompt` responses for each prompt.
 
   Args:
@@ -158,10 +166,14 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
       it, vmap turns the loop's exit test into one per instance, and every step
       then selects each loop variable (the KV cache included) between its old
       and new value.
+    return_features: also return `Rollout.features` (static).
+    prompt_mask: bool[B, P], the prompt's real tokens; default: those that are
+      not config.pad_id. Needed when a context holds a sampled pad token that
+      must count as real (a response prefix, `polyepo.vines`).
 
   Returns:
-    Rollout with fields of shape [B * N, T]; row b * N + j is sample j of
-    prompt b.
+    Rollout with fields of shape [B * N, T] (features [B * N, T, d]); row
+    b * N + j is sample j of prompt b.
   """
   _checks.rank("prompt_tokens", prompt_tokens, 2)
   num_prompts, prompt_len = prompt_tokens.shape
@@ -170,48 +182,58 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
   pad, eos = config.pad_id, config.eos_id
 
   cache = model_lib.init_cache(config, num_prompts, prompt_len + steps)
-  logits, cache = model_lib.forward_cached(
-      params, config, prompt_tokens, cache, prompt_tokens != pad)
-  logits = jnp.repeat(logits[:, -1], samples_per_prompt, axis=0)
-  cache = model_lib.repeat_cache(cache, samples_per_prompt)
+  if prompt_mask is None:
+    prompt_mask = prompt_tokens != pad
+  _checks.same_shape("prompt_tokens", prompt_tokens, "prompt_mask", prompt_mask)
+  outputs = model_lib.forward_cached(params, config, prompt_tokens, cache, prompt_mask,
+                                     return_features)
+  cache = model_lib.repeat_cache(outputs[1], samples_per_prompt)
+  last_rows = lambda x: jnp.repeat(x[:, -1], samples_per_prompt, axis=0)
+  # `head` is what the next token is drawn from: (logits f32[B * N, V], and the
+  # features f32[B * N, d] they were computed from, or None).
+  head = (last_rows(outputs[0]), last_rows(outputs[2]) if return_features else None)
   done = jnp.zeros((batch,), bool)
 
   uniforms = jax.random.uniform(key, (steps, batch))
 
-  def choose(t, logits, done):
+  def choose(t, head, done):
+    """The token of step t, its log-prob, whether it is real, the new done; and
+    the features it was drawn from when they are returned."""
+    logits, features = head
     logp = sampling_logprobs(logits, temperature, top_k, top_p)
     token = inverse_cdf_sample(logp, uniforms[t])
     token_logp = jnp.take_along_axis(logp, token[:, None], axis=-1)[:, 0]
     token = jnp.where(done, pad, token).astype(jnp.int32)
     token_logp = jnp.where(done, 0.0, token_logp)
-    return token, token_logp, ~done, done | (token == eos)
+    kept = (features,) if return_features else ()
+    return (token, token_logp, ~done) + kept, done | (token == eos)
 
   def advance(token, cache):
-    logits, cache = model_lib.forward_cached(params, config, token[:, None], cache)
-    return logits[:, 0], cache
+    outputs = model_lib.forward_cached(params, config, token[:, None], cache,
+                                       return_features=return_features)
+    return (outputs[0][:, 0], outputs[2][:, 0] if return_features else None), outputs[1]
 
   if not early_stop:
     def scan_body(carry, t):
-      logits, cache, done = carry
-      token, token_logp, valid, done = choose(t, logits, done)
-      logits, cache = advance(token, cache)
-      return (logits, cache, done), (token, token_logp, valid)
+      head, cache, done = carry
+      out, done = choose(t, head, done)
+      head, cache = advance(out[0], cache)
+      return (head, cache, done), out
 
-    (logits, _, done), (tokens, logps, valid) = jax.lax.scan(
-        scan_body, (logits, cache, done), jnp.arange(steps - 1))
-    last = choose(steps - 1, logits, done)[:3]
-    tokens, logps, valid = (
-        jnp.concatenate([x.T, y[:, None]], axis=1)
-        for x, y in zip((tokens, logps, valid), last))
-    return Rollout(tokens=tokens, logprobs=logps, mask=valid)
+    (head, _, done), outs = jax.lax.scan(scan_body, (head, cache, done), jnp.arange(steps - 1))
+    last = choose(steps - 1, head, done)[0]
+    return Rollout(*(jnp.concatenate([jnp.swapaxes(x, 0, 1), y[:, None]], axis=1)
+                     for x, y in zip(outs, last)))
 
   def write(buffers, t, values):
-    return tuple(jax.lax.dynamic_update_slice(b, v[:, None], (0, t))
+    return tuple(jax.lax.dynamic_update_slice(b, v[:, None], (0, t) + (0,) * (b.ndim - 2))
                  for b, v in zip(buffers, values))
 
   buffers = (jnp.full((batch, steps), pad, jnp.int32),
              jnp.zeros((batch, steps), jnp.float32),
              jnp.zeros((batch, steps), bool))
+  if return_features:
+    buffers += (jnp.zeros((batch, steps) + head[1].shape[1:], head[1].dtype),)
 
   def cond(carry):
     t, _, _, done, _ = carry
@@ -221,15 +243,15 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
     return (t < steps - 1) & running
 
   def body(carry):
-    t, logits, cache, done, buffers = carry
-    token, token_logp, valid, done = choose(t, logits, done)
-    buffers = write(buffers, t, (token, token_logp, valid))
-    logits, cache = advance(token, cache)
-    return t + 1, logits, cache, done, buffers
+    t, head, cache, done, buffers = carry
+    out, done = choose(t, head, done)
+    buffers = write(buffers, t, out)
+    head, cache = advance(out[0], cache)
+    return t + 1, head, cache, done, buffers
 
-  t, logits, _, done, buffers = jax.lax.while_loop(
-      cond, body, (jnp.zeros((), jnp.int32), logits, cache, done, buffers))
-  buffers = write(buffers, t, choose(t, logits, done)[:3])
+  t, head, _, done, buffers = jax.lax.while_loop(
+      cond, body, (jnp.zeros((), jnp.int32), head, cache, done, buffers))
+  buffers = write(buffers, t, choose(t, head, done)[0])
   return Rollout(*buffers)
 
 

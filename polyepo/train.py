@@ -407,11 +407,18 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
   def critic_batch(params, problems, prompts, rollout, reward, label, key, axis_name):
     """PPO / Poly-PPO: vines, values, GAE and set advantages of the step's groups.
 
+    The values V(s_t) come from the features the sampler drew each token from
+    (`sampling.Rollout.features`), so no forward pass is run for them; at
+    temperature 1 the sampling log-probs are the policy's own and serve as the
+    old log-probs too.
+
     Returns (batch {name: [B, M, ...]}, metrics).
     """
     choose_key, vine_key, subset_key = jax.random.split(key, 3)
     per_group = lambda x: x.reshape((B, -1) + x.shape[1:])
     tokens, mask = per_group(rollout.tokens), per_group(rollout.mask)       # [B, N, T]
+    old_logp = per_group(rollout.logprobs)
+    old_values = per_group(value_head_lib.apply(params, rollout.features))
     start = jnp.zeros((B, N), jnp.int32)
     if config.estimator == "poly_ppo":
       boundaries = per_group(env.step_boundaries(rollout.tokens))
@@ -423,7 +430,7 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
           k, b, K, config.vine_selection))(jax.random.split(choose_key, B), boundaries)
       vines = vines_lib.sample_vines(params, model_config, vine_key, prompts, tokens, states,
                                      samples=N_v, temperature=config.temperature,
-                                     axis_name=axis_name)
+                                     axis_name=axis_name, return_features=True)
       flat = lambda x: x.reshape((B, K * N_v) + x.shape[3:])                # [B, K*N_v, ...]
       vine_tokens = flat(vines.tokens).reshape(B * K * N_v, T)
       repeated = jax.tree.map(lambda x: jnp.repeat(x, K * N_v, axis=0), problems)
@@ -432,15 +439,18 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
       cat = lambda a, b: jnp.concatenate([a, b], axis=1)
       tokens, mask = cat(tokens, flat(vines.tokens)), cat(mask, flat(vines.mask))
       loss_mask = cat(loss_mask, flat(vines.loss_mask))
+      old_logp = cat(old_logp, flat(vines.logprobs))
+      old_values = cat(old_values, value_head_lib.apply(params, flat(vines.features)))
       start = cat(start, flat(vines.start))
       boundaries = cat(boundaries, per_group(vine_boundaries))
       reward, label = cat(reward, per_group(vine_reward)), cat(label, per_group(vine_label))
       states_valid = cat(states_valid, states.valid)
     tokens, mask, loss_mask = (_constrain(x, mesh) for x in (tokens, mask, loss_mask))
-    old_logp, old_values = logprobs_and_values(params, prompts, tokens.reshape(B * M, T),
-                                               mask.reshape(B * M, T))
-    old_logp, old_values = per_group(old_logp), per_group(old_values)
+    if config.temperature != 1.0:  # the sampling log-probs are not the policy's
+      old_logp = per_group(logprobs(params, prompts, tokens.reshape(B * M, T),
+                                    mask.reshape(B * M, T), count=M))
     old_logp = jnp.where(loss_mask, old_logp, 0.0)
+    old_values = jnp.where(loss_mask, old_values, 0.0)
     groups = jax.vmap(functools.partial(
         poly_ppo.group_advantages, num_roots=N, vine_samples=N_v,
         objective=config.objective if config.estimator == "poly_ppo" else None,
@@ -474,7 +484,8 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     prompts = _constrain(env.prompt_tokens(problems), mesh)               # [B, P]
     rollout = sampling.sample(state.params, model_config, rollout_key, prompts,
                               max_new_tokens=T, temperature=config.temperature,
-                              samples_per_prompt=N, axis_name=axis_name)  # [B*N, T]
+                              samples_per_prompt=N, axis_name=axis_name,
+                              return_features=critic)                     # [B*N, T]
     repeated = jax.tree.map(lambda x: jnp.repeat(x, N, axis=0), problems)
     reward, label = env.score(repeated, rollout.tokens)
     reward, label = reward.reshape(B, N), label.reshape(B, N)

@@ -25,7 +25,7 @@ draw from π(· | s_t), while the vines are (tests/test_vines.py checks it).
 """
 
 import dataclasses
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -93,7 +93,7 @@ def choose_states(key: jax.Array, boundaries: jax.Array, num_states: int,
 
 
 def prefix_prompts(prompt: jax.Array, roots: jax.Array, states: RolloutStates,
-                   pad_id: int) -> jax.Array:
+                   pad_id: int) -> Tuple[jax.Array, jax.Array]:
   """The context of each rollout state, right-aligned for the sampler.
 
   Args:
@@ -103,16 +103,21 @@ def prefix_prompts(prompt: jax.Array, roots: jax.Array, states: RolloutStates,
     pad_id: the padding token.
 
   Returns:
-    i32[K, P + T]: pad, then the prompt, then root[:position] (the prompt
-    alone at position 0).
+    (tokens i32[K, P + T]: pad, then the prompt, then root[:position] (the
+     prompt alone at position 0); mask bool[K, P + T]: the real tokens, which
+     include every token of the prefix: a policy can sample the pad token, and
+     a vine must continue the prefix the root actually had).
   """
   _checks.rank("prompt", prompt, 1)
   _checks.rank("roots", roots, 2)
   length = roots.shape[1]
 
   def one(root, position):
-    prefix = jnp.where(jnp.arange(length) < position, roots[root], pad_id)
-    return jnp.roll(jnp.concatenate([prompt, prefix]), length - position)
+    in_prefix = jnp.arange(length) < position
+    prefix = jnp.where(in_prefix, roots[root], pad_id)
+    shift = lambda x: jnp.roll(x, length - position)
+    return (shift(jnp.concatenate([prompt, prefix])),
+            shift(jnp.concatenate([prompt != pad_id, in_prefix])))
 
   return jax.vmap(one)(states.root, states.position)
 
@@ -130,12 +135,16 @@ class Vines(NamedTuple):
       vine sampled, and trains.
     logprobs: f32: sampling log-probs of the continuation tokens, 0 elsewhere.
     start: i32: the state's position t (the first continuation token).
+    features: f32[B, K, N_v, T, d] with return_features, else None: the
+      sampler's features (`sampling.Rollout.features`) at the continuation's
+      positions, 0 before the state.
   """
   tokens: jax.Array
   mask: jax.Array
   loss_mask: jax.Array
   logprobs: jax.Array
   start: jax.Array
+  features: Optional[jax.Array] = None
 
 
 def _splice(prefix, start, cont_tokens, cont_mask, cont_logp, pad_id):
@@ -149,9 +158,17 @@ def _splice(prefix, start, cont_tokens, cont_mask, cont_logp, pad_id):
   return tokens, ~after | cont_real, cont_real, jnp.where(cont_real, cont_logp[src], 0.0)
 
 
+def _splice_features(start, cont_features):
+  """One vine's features: 0 before start, then the continuation's. f32[T, d]."""
+  t = jnp.arange(cont_features.shape[0])
+  src = jnp.clip(t - start, 0, cont_features.shape[0] - 1)
+  return jnp.where((t >= start)[:, None], cont_features[src], 0.0)
+
+
 def sample_vines(params, model_config: model_lib.TransformerConfig, key: jax.Array,
                  prompts: jax.Array, roots: jax.Array, states: RolloutStates, *,
-                 samples: int, temperature=1.0, axis_name: Optional[str] = None) -> Vines:
+                 samples: int, temperature=1.0, axis_name: Optional[str] = None,
+                 return_features: bool = False) -> Vines:
   """Samples N_v continuations of every rollout state, in one sampler call.
 
   Args:
@@ -164,6 +181,7 @@ def sample_vines(params, model_config: model_lib.TransformerConfig, key: jax.Arr
     samples: N_v, continuations per state (static).
     temperature: sampling temperature.
     axis_name: as for `sampling.sample` (seeds vmapped under a name).
+    return_features: also return `Vines.features` (static).
 
   Returns:
     Vines of shape [B, K, N_v, T]. A continuation is sampled with the full
@@ -176,14 +194,17 @@ def sample_vines(params, model_config: model_lib.TransformerConfig, key: jax.Arr
   length = roots.shape[2]
   num_states = states.root.shape[1]
   pad = model_config.pad_id
-  contexts = jax.vmap(lambda p, r, s: prefix_prompts(p, r, s, pad))(prompts, roots, states)
+  contexts, context_mask = jax.vmap(lambda p, r, s: prefix_prompts(p, r, s, pad))(
+      prompts, roots, states)
   # The context has P + T slots, left-padded: its real tokens (and so the rotary
   # positions) never pass P + T, but the cache needs room for the pad slots.
   config = dataclasses.replace(model_config,
                                max_len=max(model_config.max_len, prompt_len + 2 * length))
-  out = sampling.sample(params, config, key, contexts.reshape(-1, prompt_len + length),
-                        max_new_tokens=length, temperature=temperature,
-                        samples_per_prompt=samples, axis_name=axis_name)
+  rows_of = lambda x: x.reshape(-1, prompt_len + length)
+  out = sampling.sample(params, config, key, rows_of(contexts), max_new_tokens=length,
+                        temperature=temperature, samples_per_prompt=samples,
+                        axis_name=axis_name, return_features=return_features,
+                        prompt_mask=rows_of(context_mask))
   shape = (num_prompts, num_states, samples)
   prefixes = jnp.take_along_axis(roots, states.root[:, :, None], axis=1)   # [B, K, T]
   prefixes = jnp.broadcast_to(prefixes[:, :, None], shape + (length,))
@@ -195,7 +216,10 @@ def sample_vines(params, model_config: model_lib.TransformerConfig, key: jax.Arr
   tokens, mask, loss_mask, logprobs = splice(flat(prefixes), flat(start), out.tokens, out.mask,
                                              out.logprobs)
   loss_mask = loss_mask & flat(valid)[:, None]
-  return Vines(rows(tokens), rows(mask), rows(loss_mask), rows(logprobs), start)
+  features = None
+  if return_features:
+    features = rows(jax.vmap(_splice_features)(flat(start), out.features))
+  return Vines(rows(tokens), rows(mask), rows(loss_mask), rows(logprobs), start, features)
 
 
 def window_mask(boundaries: jax.Array, start: jax.Array, window: int,

@@ -19,7 +19,7 @@ B, P, T = 8, 5, 12
 # every setting. `make_sampler` (below) specialises on Python values instead.
 sample = jax.jit(sampling.sample,
                  static_argnames=("config", "max_new_tokens", "early_stop",
-                                  "samples_per_prompt"))
+                                  "samples_per_prompt", "return_features"))
 SAMPLER = sampling.make_sampler(CONFIG, T)  # static temperature 1
 forward = jax.jit(model.forward, static_argnums=1)
 sequence_logprobs = jax.jit(model.sequence_logprobs, static_argnums=1)
@@ -54,6 +54,24 @@ def test_logprobs_equal_teacher_forced_logprobs():
   ref = sequence_logprobs(PARAMS, CONFIG, prompts, r.tokens, r.mask)
   np.testing.assert_allclose(r.logprobs, ref, atol=1e-4)
   assert (np.asarray(r.logprobs)[np.asarray(r.mask)] < 0).all()
+
+
+def test_features_are_the_teacher_forced_features_each_token_was_drawn_from():
+  """Rollout.features[r, t] is the hidden state the teacher-forced pass reads
+  token t's logits from (the state prompt + response[:t]), with N samples per
+  prompt and in both loops; without return_features there are none."""
+  prompts = _prompts(batch=4)
+  for early_stop in (True, False):
+    r = sample(PARAMS, CONFIG, jax.random.key(3), prompts, max_new_tokens=T,
+               samples_per_prompt=2, early_stop=early_stop, return_features=True)
+    assert r.features.shape == (8, T, CONFIG.width) and r.features.dtype == jnp.float32
+    logp, ref = model.sequence_logprobs_and_features(PARAMS, CONFIG, prompts, r.tokens, r.mask,
+                                                     samples_per_prompt=2)
+    mask = np.asarray(r.mask)
+    assert not mask.all() and mask.sum() > 30
+    np.testing.assert_allclose(np.asarray(r.features)[mask], np.asarray(ref)[mask], atol=1e-4)
+    np.testing.assert_allclose(r.logprobs, logp, atol=1e-4)
+  assert _rollout().features is None
 
 
 def test_samples_per_prompt_equals_repeated_prompts():

@@ -83,13 +83,21 @@ def test_choose_states_follows_its_weights(selection):
 
 def test_prefix_prompts_right_align_prompt_and_prefix():
   prompt = jnp.array([PAD, 7, 8])
-  roots = jnp.array([[2, 3, 4, EOS, PAD], [5, 6, EOS, PAD, PAD]])
-  states = vines.RolloutStates(jnp.array([0, 1, 0]), jnp.array([2, 1, 0]),
-                               jnp.array([True, True, True]))
-  np.testing.assert_array_equal(vines.prefix_prompts(prompt, roots, states, PAD), [
+  # The third state's root sampled the pad token: inside a prefix it is real.
+  roots = jnp.array([[2, 3, 4, EOS, PAD], [5, 6, EOS, PAD, PAD], [PAD, 4, 5, 6, EOS]])
+  states = vines.RolloutStates(jnp.array([0, 1, 0, 2]), jnp.array([2, 1, 0, 3]),
+                               jnp.array([True, True, True, True]))
+  tokens, mask = vines.prefix_prompts(prompt, roots, states, PAD)
+  np.testing.assert_array_equal(tokens, [
       [PAD, PAD, PAD, PAD, 7, 8, 2, 3],
       [PAD, PAD, PAD, PAD, PAD, 7, 8, 5],
-      [PAD, PAD, PAD, PAD, PAD, PAD, 7, 8]])
+      [PAD, PAD, PAD, PAD, PAD, PAD, 7, 8],
+      [PAD, PAD, PAD, 7, 8, PAD, 4, 5]])
+  np.testing.assert_array_equal(mask, [
+      [0, 0, 0, 0, 1, 1, 1, 1],
+      [0, 0, 0, 0, 0, 1, 1, 1],
+      [0, 0, 0, 0, 0, 0, 1, 1],
+      [0, 0, 0, 1, 1, 1, 1, 1]])
 
 
 # -- vines are the policy's continuations of their prefix ------------------------
@@ -107,7 +115,7 @@ def policy():
 def _roots():
   prompts = jnp.array([[PAD, 6, 7], [5, 4, 3]])
   roots = jnp.array([[[2, 3, 4, 5, 6, EOS], [3, 3, EOS, PAD, PAD, PAD]],
-                     [[7, 6, 5, 4, EOS, PAD], [2, 2, 2, 2, 2, 2]]])
+                     [[7, 6, 5, 4, EOS, PAD], [2, PAD, 2, 2, 2, 2]]])  # a sampled pad
   states = vines.RolloutStates(jnp.array([[0, 1], [1, 0]]), jnp.array([[3, 1], [4, 2]]),
                                jnp.array([[True, True], [True, False]]))
   return prompts, roots, states
@@ -120,8 +128,9 @@ def test_vine_logprobs_are_the_policy_continuation_logprobs(policy):
   prefix is the root's; the trained tokens are the continuation of valid states."""
   prompts, roots, states = _roots()
   out = jax.jit(lambda k: vines.sample_vines(policy, CONFIG, k, prompts, roots, states,
-                                             samples=5))(jax.random.key(0))
+                                             samples=5, return_features=True))(jax.random.key(0))
   assert out.tokens.shape == (2, 2, 5, 6) and out.start.shape == (2, 2, 5)
+  assert out.features.shape == (2, 2, 5, 6, CONFIG.width)
   for b in range(2):
     for k in range(2):
       t, r = int(states.position[b, k]), int(states.root[b, k])
@@ -132,14 +141,19 @@ def test_vine_logprobs_are_the_policy_continuation_logprobs(policy):
       assert np.asarray(out.mask[b, k, :, :t]).all()
       if not states.valid[b, k]:
         assert not np.asarray(out.loss_mask[b, k]).any()
-  teacher = model.sequence_logprobs(policy, CONFIG, prompts, out.tokens.reshape(-1, 6),
-                                    out.mask.reshape(-1, 6), samples_per_prompt=10)
+  teacher, features = model.sequence_logprobs_and_features(
+      policy, CONFIG, prompts, out.tokens.reshape(-1, 6), out.mask.reshape(-1, 6),
+      samples_per_prompt=10)
   continuation = (np.arange(6) >= np.asarray(out.start).reshape(-1, 1)) & np.asarray(
       out.mask).reshape(-1, 6)
   np.testing.assert_allclose(np.where(continuation, teacher, 0.0),
                              np.where(continuation, out.logprobs.reshape(-1, 6), 0.0),
                              atol=1e-5)
   assert continuation.sum() > 20
+  # The features each continuation token was drawn from (the critic's input).
+  got = np.asarray(out.features).reshape(-1, 6, CONFIG.width)
+  np.testing.assert_allclose(got[continuation], np.asarray(features)[continuation], atol=1e-4)
+  np.testing.assert_array_equal(got[np.arange(6) < np.asarray(out.start).reshape(-1, 1)], 0.0)
 
 
 @pytest.mark.slow
