@@ -3,8 +3,9 @@ rollout states (the prompt and vine states at step boundaries), GAE from a criti
 elsewhere (see configs/base.py for the fields).
 
 Default cost: K = 2 states x N_v = 8 vines per prompt add 16 responses to the
-N = 16 roots, each a continuation (shorter than a root), plus one forward pass for
-the values: at most about twice a Poly-EPO step at equal root batch.
+N = 16 roots, each a continuation (shorter than a root); the critic reads the
+sampler's features, so the values cost no forward pass. Measured at equal root
+batch: about 2.2 Poly-EPO steps (`python -m bench.train_step --poly-ppo`).
 """
 
 from configs import base

@@ -1,8 +1,10 @@
 """The critic of PPO and Poly-PPO: a small value head on the policy's final hidden states.
 
   params = value_head.attach(policy_params, value_head.init(key, width))
-  logp, features = model.sequence_logprobs_and_features(params, ...)
-  values = value_head.apply(params, features)            # f32[..., T]
+  rollout = sampling.sample(params, ..., return_features=True)   # while sampling,
+  values = value_head.apply(params, rollout.features)            # f32[B, T]
+  logp, features = model.sequence_logprobs_and_features(params, ...)  # or teacher-forced
+  values = value_head.apply(params, features)                    # (the update)
 
 Design. The head is a two-layer MLP, V(s_t) = w2 · relu(W1 h_t + b1) + b2, that
 reads the transformer's final normalised hidden state h_t (the one the policy's
