@@ -374,6 +374,13 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     return model_lib.sequence_logprobs(params, model_config, prompts, tokens, mask,
                                        samples_per_prompt=count)
 
+  def old_logprobs(params, prompts, tokens, mask, sampled, count=N):
+    """The rollout policy's log-probs of its responses, f32[G * count, T]: at
+    temperature 1 the sampler's own (`sampled`), else one forward pass."""
+    if config.temperature == 1.0:
+      return sampled
+    return logprobs(params, prompts, tokens, mask, count=count)
+
   def logprobs_and_values(params, prompts, tokens, mask):
     """Prompts [G, P], responses [G * M, T] -> (log-probs, V(s_t)), each f32[G * M, T]."""
     logp, features = model_lib.sequence_logprobs_and_features(
@@ -446,9 +453,9 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
       reward, label = cat(reward, per_group(vine_reward)), cat(label, per_group(vine_label))
       states_valid = cat(states_valid, states.valid)
     tokens, mask, loss_mask = (_constrain(x, mesh) for x in (tokens, mask, loss_mask))
-    if config.temperature != 1.0:  # the sampling log-probs are not the policy's
-      old_logp = per_group(logprobs(params, prompts, tokens.reshape(B * M, T),
-                                    mask.reshape(B * M, T), count=M))
+    old_logp = per_group(old_logprobs(params, prompts, tokens.reshape(B * M, T),
+                                      mask.reshape(B * M, T), old_logp.reshape(B * M, T),
+                                      count=M))
     old_logp = jnp.where(loss_mask, old_logp, 0.0)
     old_values = jnp.where(loss_mask, old_values, 0.0)
     groups = jax.vmap(functools.partial(
@@ -497,10 +504,7 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     else:
       advantages = batch_advantages(config, reward, label, jax.random.split(subset_key, B))
       tokens, mask = _constrain(rollout.tokens, mesh), _constrain(rollout.mask, mesh)
-      if config.temperature == 1.0:
-        old_logp = rollout.logprobs
-      else:
-        old_logp = logprobs(state.params, prompts, tokens, mask)
+      old_logp = old_logprobs(state.params, prompts, tokens, mask, rollout.logprobs)
       batch = dict(tokens=per_group(tokens), mask=per_group(mask), loss_mask=per_group(mask),
                    old_logp=per_group(old_logp), advantages=advantages)
       extra_metrics = dict(advantage_std=jnp.std(advantages),

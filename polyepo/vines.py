@@ -147,22 +147,25 @@ class Vines(NamedTuple):
   features: Optional[jax.Array] = None
 
 
+def _shift(x, start):
+  """x moved `start` positions later along axis 0: x[t - start] at t >= start
+  (x[0] before, to be masked by the caller)."""
+  t = jnp.arange(x.shape[0])
+  return x[jnp.clip(t - start, 0, x.shape[0] - 1)]
+
+
 def _splice(prefix, start, cont_tokens, cont_mask, cont_logp, pad_id):
   """One vine: prefix[:start] then the continuation, cut at T. All [T] but start."""
-  length = prefix.shape[0]
-  t = jnp.arange(length)
-  after = t >= start
-  src = jnp.clip(t - start, 0, length - 1)
-  cont_real = after & cont_mask[src]
-  tokens = jnp.where(after, jnp.where(cont_real, cont_tokens[src], pad_id), prefix)
-  return tokens, ~after | cont_real, cont_real, jnp.where(cont_real, cont_logp[src], 0.0)
+  after = jnp.arange(prefix.shape[0]) >= start
+  cont_real = after & _shift(cont_mask, start)
+  tokens = jnp.where(cont_real, _shift(cont_tokens, start), jnp.where(after, pad_id, prefix))
+  return tokens, ~after | cont_real, cont_real, jnp.where(cont_real, _shift(cont_logp, start), 0.0)
 
 
 def _splice_features(start, cont_features):
   """One vine's features: 0 before start, then the continuation's. f32[T, d]."""
-  t = jnp.arange(cont_features.shape[0])
-  src = jnp.clip(t - start, 0, cont_features.shape[0] - 1)
-  return jnp.where((t >= start)[:, None], cont_features[src], 0.0)
+  after = jnp.arange(cont_features.shape[0]) >= start
+  return jnp.where(after[:, None], _shift(cont_features, start), 0.0)
 
 
 def sample_vines(params, model_config: model_lib.TransformerConfig, key: jax.Array,
