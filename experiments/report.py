@@ -13,7 +13,9 @@ writes to --out (default SWEEP_DIR/report):
                         each metric's mean [95% interval]; a per-strategy table
                         (family, share, accuracy, forced accuracy); the step at
                         which each strategy is first discovered; the papers'
-                        claims checked; each row's pass@1 difference to GRPO
+                        claims checked (and the same claims for Poly-PPO
+                        against PPO, with Poly-PPO against Poly-EPO, when those
+                        runs are given); each row's pass@1 difference to GRPO
                         split into strategy choice and execution
                         (`stats.shift_share`, from the per-problem correct
                         counts per strategy, when recorded); the sweep's
@@ -65,6 +67,7 @@ mean is >= 0.98 or <= 0.02 is marked saturated (†). Records written before the
 per-problem values existed are refused with a message naming the missing key.
 """
 
+import functools
 import json
 import os
 import shutil
@@ -267,6 +270,23 @@ def _verdict(verdict: str) -> str:
   return f"**{verdict}**"
 
 
+def _claim(rows, statement, a, b, split, name, relation, margin=0.0) -> str:
+  """One claim about rows a and b of a domain (a markdown bullet), judged by
+  `stats.judge` on the paired bootstrap interval of a − b."""
+  values_a = per_problem(rows[a]["record"], split, name)
+  values_b = per_problem(rows[b]["record"], split, name)
+  if values_a is None or values_b is None:
+    return f"- {statement}: not evaluated"
+  judgement = stats.judge(values_a, values_b, relation, margin)
+  mean_a, mean_b = values_a.mean(), values_b.mean()
+  text = (f"- {statement}: {a} {cell(stats.interval(values_a), name)} vs {b} "
+          f"{cell(stats.interval(values_b), name)}; difference "
+          f"{_signed(judgement.difference)} → {_verdict(judgement.verdict)}")
+  if saturated(name, mean_a) and saturated(name, mean_b):
+    text += " (both saturated: near the ceiling, the difference is uninformative)"
+  return text
+
+
 def claims(rows: Dict[str, Dict[str, Any]]) -> List[str]:
   """The papers' claims, checked on one domain's final evaluations (markdown bullets).
 
@@ -275,21 +295,7 @@ def claims(rows: Dict[str, Dict[str, Any]]) -> List[str]:
   """
   if not {"Base", "GRPO", "Poly-EPO"} <= set(rows):
     return ["- (needs Base, GRPO and Poly-EPO runs)"]
-
-  def claim(statement, a, b, split, name, relation, margin=0.0):
-    values_a = per_problem(rows[a]["record"], split, name)
-    values_b = per_problem(rows[b]["record"], split, name)
-    if values_a is None or values_b is None:
-      return f"- {statement}: not evaluated"
-    judgement = stats.judge(values_a, values_b, relation, margin)
-    mean_a, mean_b = values_a.mean(), values_b.mean()
-    text = (f"- {statement}: {a} {cell(stats.interval(values_a), name)} vs {b} "
-            f"{cell(stats.interval(values_b), name)}; difference "
-            f"{_signed(judgement.difference)} → {_verdict(judgement.verdict)}")
-    if saturated(name, mean_a) and saturated(name, mean_b):
-      text += " (both saturated: near the ceiling, the difference is uninformative)"
-    return text
-
+  claim = functools.partial(_claim, rows)
   dc = "distinct_correct"
   out = [claim("GRPO's distinct correct strategies fall below the base model's",
                "GRPO", "Base", "test", dc, "<"),
@@ -311,38 +317,68 @@ def claims(rows: Dict[str, Dict[str, Any]]) -> List[str]:
   return out + amplification_claims(rows)
 
 
+def critic_claims(rows: Dict[str, Dict[str, Any]]) -> List[str]:
+  """The same claims for the critic-based pair (Set RL note §6.1): Poly-PPO
+  against PPO as Poly-EPO against GRPO, by the same rule and margins; then
+  what Poly-PPO's vines add over Poly-EPO (the note expects nothing for
+  language models: "this inductive bias is not required"). Markdown bullets;
+  [] without PPO and Poly-PPO rows.
+  """
+  if not {"Base", "PPO", "Poly-PPO"} <= set(rows):
+    return []
+  claim = functools.partial(_claim, rows)
+  dc = "distinct_correct"
+  out = [claim("PPO's distinct correct strategies fall below the base model's",
+               "PPO", "Base", "test", dc, "<"),
+         claim("Poly-PPO exceeds PPO by more than 2 distinct correct strategies",
+               "Poly-PPO", "PPO", "test", dc, ">", 2.0)]
+  if per_problem(rows["PPO"]["record"], "ood", "pass@64") is not None:
+    out.append(claim("Poly-PPO's ood pass@64 beats PPO's",
+                     "Poly-PPO", "PPO", "ood", "pass@64", ">"))
+  out.append(claim("Poly-PPO's test pass@1 is within 3 points of PPO's",
+                   "Poly-PPO", "PPO", "test", "pass@1", "within", 0.03))
+  out += amplification_claims(rows, amplifier="Poly-PPO", baseline="PPO")
+  if "Poly-EPO" in rows:
+    out += [claim("Poly-PPO's distinct correct strategies exceed Poly-EPO's",
+                  "Poly-PPO", "Poly-EPO", "test", dc, ">"),
+            claim("Poly-PPO's test pass@1 beats Poly-EPO's",
+                  "Poly-PPO", "Poly-EPO", "test", "pass@1", ">")]
+  return out
+
+
 def _percent(interval: stats.Interval) -> str:
   return f"{100 * interval.mean:.2f}% [{100 * interval.low:.2f}, {100 * interval.high:.2f}]"
 
 
-def amplification_claims(rows: Dict[str, Dict[str, Any]]) -> List[str]:
+def amplification_claims(rows: Dict[str, Dict[str, Any]], amplifier: str = "Poly-EPO",
+                         baseline: str = "GRPO") -> List[str]:
   """The rare-strategy claim, one bullet per strategy under RARE_SHARE of the base
   model's `test` samples: its final test share reaches AMPLIFICATION times the
-  base model's under Poly-EPO and not under GRPO.
+  base model's under `amplifier` and not under `baseline` (row labels).
 
   "a >= m·b" is judged as the claim "a - m·b > 0" on the paired bootstrap of the
-  per-problem shares (and "not under GRPO" as "GRPO - m·b < 0"); the strategy's
-  claim holds only if both do. The headline claim, "a rare strategy is amplified
+  per-problem shares (and "not under the baseline" as "baseline - m·b < 0"); the
+  strategy's claim holds only if both do. The headline claim, "a rare strategy is amplified
   by Poly-EPO and not by GRPO", holds if it holds for at least one of them.
   """
   if "strategy_share" not in rows["Base"]["record"].get("test", {}).get("mean", {}):
     return []
   rare = rare_strategies(rows)
   statement = (f"A strategy under {RARE_SHARE:.0%} of the base model's test samples reaches "
-               f"≥ {AMPLIFICATION:g}× its base share under Poly-EPO and not under GRPO")
+               f"≥ {AMPLIFICATION:g}× its base share under {amplifier} and not under {baseline}")
   if not rare:
     return [f"- {statement}: no strategy is that rare in the base model"]
   out, verdicts = [], []
   for name in rare:
     shares = {label: per_problem(rows[label]["record"], "test", f"share:{name}")
-              for label in ("Base", "GRPO", "Poly-EPO")}
+              for label in ("Base", baseline, amplifier)}
     if any(v is None for v in shares.values()):
       out.append(f"  - `{name}`: not evaluated (the records hold no per-problem strategy "
                  f"counts: rerun with this version)")
       continue
     scaled_base = AMPLIFICATION * shares["Base"]
-    up = stats.judge(shares["Poly-EPO"], scaled_base, ">")
-    flat = stats.judge(shares["GRPO"], scaled_base, "<")
+    up = stats.judge(shares[amplifier], scaled_base, ">")
+    flat = stats.judge(shares[baseline], scaled_base, "<")
     found = [up.verdict, flat.verdict]
     verdict = (stats.UNJUDGED if stats.UNJUDGED in found else
                stats.HOLDS if found == [stats.HOLDS, stats.HOLDS] else stats.FAILS)
@@ -354,11 +390,11 @@ def amplification_claims(rows: Dict[str, Dict[str, Any]]) -> List[str]:
       return f"{ratio:.1f}×"
 
     out.append(
-        f"  - `{name}`: Base {_percent(stats.interval(shares['Base']))}; Poly-EPO "
-        f"{_percent(stats.interval(shares['Poly-EPO']))} ({times('Poly-EPO')}; Poly-EPO − "
+        f"  - `{name}`: Base {_percent(stats.interval(shares['Base']))}; {amplifier} "
+        f"{_percent(stats.interval(shares[amplifier]))} ({times(amplifier)}; {amplifier} − "
         f"{AMPLIFICATION:g}·Base {100 * up.difference.mean:+.2f} [{100 * up.difference.low:+.2f}, "
-        f"{100 * up.difference.high:+.2f}] points); GRPO "
-        f"{_percent(stats.interval(shares['GRPO']))} ({times('GRPO')}; GRPO − "
+        f"{100 * up.difference.high:+.2f}] points); {baseline} "
+        f"{_percent(stats.interval(shares[baseline]))} ({times(baseline)}; {baseline} − "
         f"{AMPLIFICATION:g}·Base {100 * flat.difference.mean:+.2f} "
         f"[{100 * flat.difference.low:+.2f}, {100 * flat.difference.high:+.2f}] points) → "
         f"{_verdict(verdict)}")
@@ -501,6 +537,9 @@ def markdown(runs: List[RunRecord], sweep_dirs: Sequence[str]) -> str:
               "are correct and follow the strategy (seed mean):", "",
               discovery_table(rows, families), ""]
     lines += [f"### {title} — the papers' claims", ""] + claims(rows) + [""]
+    critic = critic_claims(rows)
+    if critic:
+      lines += [f"### {title} — the same claims for PPO and Poly-PPO", ""] + critic + [""]
     sources = pass_at_1_sources(rows)
     if sources:
       lines += [f"### {title} — where each pass@1 difference to GRPO comes from (`test`)", "",

@@ -98,6 +98,22 @@ def test_claims_need_the_three_rows():
       "- (needs Base, GRPO and Poly-EPO runs)"]
 
 
+def test_critic_claims_judge_poly_ppo_against_ppo_and_poly_epo():
+  # PPO and Poly-EPO as GRPO above, Poly-PPO as Poly-EPO above.
+  lines = report.critic_claims(_rows({"Base": BASE, "PPO": GRPO, "Poly-PPO": POLY,
+                                      "Poly-EPO": GRPO}))
+  assert len(lines) == 5, lines
+  assert lines[0].startswith("- PPO's distinct correct strategies fall below the base model's")
+  assert lines[1].startswith("- Poly-PPO exceeds PPO by more than 2 distinct correct")
+  assert "difference +3.000 [+3.000, +3.000]" in lines[1]
+  assert all(l.endswith("**holds**") for l in lines[:4]), lines
+  # pass@1 differs by +1/32 on odd and -1/32 on even problems: no gain over Poly-EPO.
+  assert lines[4].startswith("- Poly-PPO's test pass@1 beats Poly-EPO's")
+  assert lines[4].endswith("**does not hold**")
+  assert report.critic_claims(_rows({"Base": BASE, "GRPO": GRPO, "Poly-EPO": POLY})) == []
+  assert len(report.critic_claims(_rows({"Base": BASE, "PPO": GRPO, "Poly-PPO": POLY}))) == 3
+
+
 def _shares_rows(counts_by_label, seeds=3, samples=64):
   """Rows whose test records hold per-problem counts of strategies "r" (rare) and
   "m" (the rest); counts_by_label: {label: i[P] counts of "r" of `samples`}."""
@@ -142,6 +158,16 @@ def test_amplification_fails_when_grpo_amplifies_too_or_poly_epo_falls_short():
   one_seed = report.amplification_claims(_shares_rows(
       {"Base": RARE_BASE, "GRPO": np.zeros(P, int), "Poly-EPO": np.full(P, 6)}, seeds=1))
   assert one_seed[0].endswith("**not judged** (fewer than 2 seeds)")
+
+
+def test_amplification_of_poly_ppo_is_judged_against_ppo():
+  rows = _shares_rows({"Base": RARE_BASE, "PPO": np.full(P, 6), "Poly-PPO": np.full(P, 6),
+                       "GRPO": np.zeros(P, int), "Poly-EPO": np.full(P, 6)})
+  lines = report.amplification_claims(rows, amplifier="Poly-PPO", baseline="PPO")
+  assert lines[0].endswith("under Poly-PPO and not under PPO → **does not hold**"), lines[0]
+  assert "Poly-PPO 9.38% [" in lines[1] and "PPO 9.38% [" in lines[1]
+  # The default pair reads other rows of the same domain.
+  assert report.amplification_claims(rows)[0].endswith("**holds**")
 
 
 def test_amplification_without_strategy_counts_says_so():
