@@ -37,7 +37,6 @@ import argparse
 import dataclasses
 import json
 import os
-import platform
 import subprocess
 import sys
 
@@ -48,6 +47,7 @@ import optax
 import envs
 from bench.model import matmul_peak, sampling_flops
 from bench.timing import interleaved_median_seconds, median_seconds
+from experiments.machine import cpu_name
 from polyepo import (advantages, losses, model, poly_ppo, pretrain, sampling, train,
                      value_head, vines)
 
@@ -216,18 +216,6 @@ def trl_seconds_per_step():
   if done.returncode:
     raise RuntimeError(f"bench/trl_preset.py failed:\n{done.stdout}{done.stderr}")
   return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def cpu_name():
-  """The CPU's model name, and whether it has AMX (bfloat16 tiles)."""
-  try:
-    with open("/proc/cpuinfo") as f:
-      info = f.read()
-  except OSError:
-    return platform.processor() or "unknown CPU"
-  name = next((line.split(":", 1)[1].strip() for line in info.splitlines()
-               if line.startswith("model name")), "unknown CPU")
-  return f"{name}, {os.cpu_count()} cores, {'with' if 'amx_bf16' in info else 'no'} AMX"
 
 
 def main():

@@ -67,6 +67,7 @@ mean is >= 0.98 or <= 0.02 is marked saturated (†). Records written before the
 per-problem values existed are refused with a message naming the missing key.
 """
 
+import datetime
 import functools
 import json
 import os
@@ -459,6 +460,31 @@ def summary_json(runs: List[RunRecord]) -> str:
 # -- report.md -------------------------------------------------------------------
 
 
+def _invocations(events):
+  """A sweep.jsonl's events split into invocations, each from its "start" event
+  up to the next one: [(seconds, interrupted)]. An invocation without an "end"
+  event was killed; its time is counted up to its last recorded event."""
+  out, start, last = [], None, None
+  def close():
+    if start is not None:
+      out.append((_seconds_between(start["time"], last["time"]), True))
+  for event in events:
+    if event["event"] == "start":
+      close()
+      start = last = event
+    elif event["event"] == "end":
+      out.append((event["seconds"], False))
+      start = None
+    else:
+      last = event
+  close()
+  return out
+
+
+def _seconds_between(a: str, b: str) -> float:
+  return (datetime.datetime.fromisoformat(b) - datetime.datetime.fromisoformat(a)).total_seconds()
+
+
 def sweep_info(sweep_dirs: Sequence[str]) -> List[str]:
   """Markdown lines: each sweep's command, commit, machine and wall time (all from
   its sweep.jsonl, so an archived copy gives the same lines)."""
@@ -466,19 +492,25 @@ def sweep_info(sweep_dirs: Sequence[str]) -> List[str]:
   for sweep_dir in sweep_dirs:
     events = _read_jsonl(os.path.join(sweep_dir, "sweep.jsonl"))
     starts = [e for e in events if e["event"] == "start"]
-    ends = [e for e in events if e["event"] == "end"]
     runs = [e for e in events if e["event"] == "run" and e["returncode"] == 0]
     name = os.path.basename(os.path.normpath(sweep_dir))
     if not starts:
       lines.append(f"- `{name}`: no sweep.jsonl")
       continue
-    wall = sum(e["seconds"] for e in ends)
+    invocations = _invocations(events)
+    wall = sum(seconds for seconds, _ in invocations)
+    interrupted = sum(killed for _, killed in invocations)
     lines.append(f"- `{name}`: `{starts[0]['command']}` at commit `{starts[0]['commit']}`"
                  + (f" (resumed {len(starts) - 1}×)" if len(starts) > 1 else ""))
-    lines.append(f"  - machine: {starts[0]['machine']}")
-    lines.append(f"  - wall time {wall / 60:.1f} min over {len(ends)} invocation(s); "
-                 f"{len(runs)} runs took " + ", ".join(f"{e['name']} {e['seconds'] / 60:.1f}"
-                                                       for e in runs) + " min")
+    machines = list(dict.fromkeys(start["machine"] for start in starts))
+    lines.append(f"  - machine: {machines[0]}" if len(machines) == 1 else
+                 "  - machines (invocations differ): " + "; ".join(machines))
+    lines.append(f"  - wall time {wall / 60:.1f} min over {len(invocations)} invocation(s)"
+                 + (f" ({interrupted} interrupted, each counted up to its last finished run;"
+                    " a run's time before an interruption is not recorded)"
+                    if interrupted else "")
+                 + f"; {len(runs)} runs took " + ", ".join(
+                     f"{e['name']} {e['seconds'] / 60:.1f}" for e in runs) + " min")
   return lines
 
 

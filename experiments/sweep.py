@@ -25,7 +25,6 @@ import datetime
 import importlib.util
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from typing import Any, Dict, List, NamedTuple, Sequence
 
 from absl import app, flags, logging
 
+from experiments import machine
 from polyepo import writers
 
 _SWEEP = flags.DEFINE_string("sweep", None, "Sweep file, optionally with a config string: "
@@ -168,13 +168,6 @@ def _commit() -> str:
     return "unknown"
 
 
-def machine() -> str:
-  """A one-line description of this machine."""
-  import jax  # pylint: disable=g-import-not-at-top
-  return (f"{platform.platform()}, {os.cpu_count()} CPU cores, "
-          f"{jax.devices()[0].platform} backend, jax {jax.__version__}")
-
-
 def _log(sweep_dir: str, record: Dict[str, Any]) -> None:
   record = {"time": datetime.datetime.now().isoformat(timespec="seconds"), **record}
   with open(os.path.join(sweep_dir, "sweep.jsonl"), "a") as f:
@@ -281,7 +274,7 @@ def main(argv):
   tic = time.time()
   _log(sweep_dir, {"event": "start", "command": " ".join(["python -m experiments.sweep"]
                                                          + sys.argv[1:]),
-                   "commit": _commit(), "machine": machine()})
+                   "commit": _commit(), "machine": machine.describe()})
   prepare_shared(runs)
   ok = run_sweep(runs, sweep_dir, _PARALLEL.value)
   _log(sweep_dir, {"event": "end", "seconds": round(time.time() - tic, 1), "ok": ok})

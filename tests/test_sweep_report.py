@@ -273,3 +273,27 @@ def test_committed_results_regenerate_determinism_check(tmp_path):
   report.write_report([os.path.join(results, "headline")], str(tmp_path), plots=False)
   for name in ("report.md", "summary.json"):
     assert (tmp_path / name).read_text() == open(os.path.join(results, name)).read(), name
+
+
+def test_sweep_info_counts_interrupted_invocations_up_to_their_last_run(tmp_path):
+  """Wall time by hand: a killed invocation (no "end") counts from its start to
+  its last finished run, 10:00:00 to 10:30:00; the resumed one its own 600 s."""
+  events = [
+      {"time": "2026-01-01T10:00:00", "event": "start", "command": "python -m experiments.sweep x",
+       "commit": "abc", "machine": "EPYC"},
+      {"time": "2026-01-01T10:30:00", "event": "run", "name": "a", "returncode": 0,
+       "seconds": 1800.0},
+      {"time": "2026-01-02T09:00:00", "event": "start", "command": "python -m experiments.sweep x",
+       "commit": "abc", "machine": "Xeon"},
+      {"time": "2026-01-02T09:10:00", "event": "run", "name": "b", "returncode": 0,
+       "seconds": 600.0},
+      {"time": "2026-01-02T09:10:00", "event": "end", "seconds": 600.0, "ok": True}]
+  (tmp_path / "sweep.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+  lines = report.sweep_info([str(tmp_path)])
+  assert lines[0].endswith("at commit `abc` (resumed 1×)")
+  assert lines[1] == "  - machines (invocations differ): EPYC; Xeon"
+  assert lines[2].startswith("  - wall time 40.0 min over 2 invocation(s) (1 interrupted, ")
+  assert lines[2].endswith("; 2 runs took a 30.0, b 10.0 min")
+  # Without the second invocation: one machine, one interrupted invocation.
+  (tmp_path / "sweep.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events[:2]))
+  assert report.sweep_info([str(tmp_path)])[1] == "  - machine: EPYC"
