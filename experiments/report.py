@@ -359,8 +359,9 @@ def amplification_claims(rows: Dict[str, Dict[str, Any]], amplifier: str = "Poly
 
   "a >= m·b" is judged as the claim "a - m·b > 0" on the paired bootstrap of the
   per-problem shares (and "not under the baseline" as "baseline - m·b < 0"); the
-  strategy's claim holds only if both do. The headline claim, "a rare strategy is amplified
-  by Poly-EPO and not by GRPO", holds if it holds for at least one of them.
+  strategy's claim holds only if both do. The headline claim, "a rare strategy
+  is amplified by Poly-EPO and not by GRPO", holds if it holds for at least one
+  of them.
   """
   if "strategy_share" not in rows["Base"]["record"].get("test", {}).get("mean", {}):
     return []
@@ -465,6 +466,7 @@ def _invocations(events):
   up to the next one: [(seconds, interrupted)]. An invocation without an "end"
   event was killed; its time is counted up to its last recorded event."""
   out, start, last = [], None, None
+
   def close():
     if start is not None:
       out.append((_seconds_between(start["time"], last["time"]), True))
