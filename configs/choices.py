@@ -20,7 +20,12 @@ def parse_arg(arg, **defaults):
       raise ValueError(f"Config string item {item!r} is not of the form key=value.")
     if key not in defaults:
       raise ValueError(f"Unknown config string key {key!r}; valid keys: {', '.join(defaults)}.")
-    result[key] = type(defaults[key])(value)
+    if isinstance(defaults[key], bool):
+      if value.lower() not in ("true", "false"):
+        raise ValueError(f"Config string item {item!r}: {key} is true or false.")
+      result[key] = value.lower() == "true"
+    else:
+      result[key] = type(defaults[key])(value)
   if "domain" in result and result.domain not in DOMAINS:
     raise ValueError(f"domain={result.domain!r} is not one of: {', '.join(DOMAINS)}.")
   if "size" in result and result.size not in SIZES:

@@ -538,10 +538,30 @@ SOURCES_NOTE = (
     "single-strategy terms are point estimates.")
 
 
+def unfinished(runs: Sequence[RunRecord], sweep_dirs: Sequence[str]) -> List[Dict[str, Any]]:
+  """The runs that have not finished: each planned one (its sweep.json entry) without a
+  complete record, and each incomplete record no sweep.json plans."""
+  done = {r.name for r in runs if is_complete(r)}
+  planned = []
+  for sweep_dir in sweep_dirs:
+    path = os.path.join(sweep_dir, "sweep.json")
+    if os.path.exists(path):
+      with open(path) as f:
+        planned += json.load(f)["runs"]
+  names = {run["name"] for run in planned}
+  return ([run for run in planned if run["name"] not in done]
+          + [{"name": r.name, "config_string": f"domain={r.domain}"} for r in runs
+             if r.name not in done and r.name not in names])
+
+
 def markdown(runs: List[RunRecord], sweep_dirs: Sequence[str]) -> str:
   """The whole report.md."""
   require_per_problem(runs)
   lines = ["# Results", "", INTRO, ""]
+  missing = [run["name"] for run in unfinished(runs, sweep_dirs)]
+  if missing:
+    lines += [f"**Partial: {len(missing)} run(s) have not finished** and are left out of "
+              "everything below: " + ", ".join(missing) + ".", ""]
   rows_by_domain = {d: select_rows(runs, d) for d in sorted({r.domain for r in runs})}
   rows_by_domain = {d: rows for d, rows in rows_by_domain.items() if rows}
   for domain, rows in rows_by_domain.items():
@@ -578,9 +598,6 @@ def markdown(runs: List[RunRecord], sweep_dirs: Sequence[str]) -> str:
     if sources:
       lines += [f"### {title} — where each pass@1 difference to GRPO comes from (`test`)", "",
                 SOURCES_NOTE, "", sources, ""]
-  incomplete = [r.name for r in runs if not is_complete(r)]
-  if incomplete:
-    lines += ["Incomplete runs (left out): " + ", ".join(incomplete), ""]
   lines += ["## Sweeps", ""] + sweep_info(sweep_dirs) + [""]
   return "\n".join(lines)
 

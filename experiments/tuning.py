@@ -16,15 +16,19 @@ rate). Tuning runs evaluate `validation` only (`run.eval_splits`), so `test` and
                 and the choice marked; the sweeps' commands, commits and times.
   chosen.json   {domain: {algorithm key: {"config_file", "overrides", "run",
                 "criterion"}}}: what configs/sweeps/final.py trains (keys
-                sorted, byte-stable).
+                sorted, byte-stable). While a domain's planned runs have not
+                all finished, its entries also list them under
+                "unfinished_tuning_runs", and the sweeps that read chosen.json
+                refuse them unless given provisional=true.
 """
 
 import json
 import os
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from absl import app, flags
 
+from configs.sweeps import tuning as tuning_sweep
 from experiments import records, report
 
 # The --out and --archive flags are experiments.report's (imported above).
@@ -44,29 +48,36 @@ def groups(runs: Sequence[records.RunRecord]) -> Dict[str, Dict[str, List[record
           for d, g in sorted(out.items())}
 
 
-def chosen(runs: Sequence[records.RunRecord]) -> Dict[str, Dict[str, Dict[str, Any]]]:
+def chosen(runs: Sequence[records.RunRecord], pending: Sequence[Dict[str, Any]] = ()
+           ) -> Dict[str, Dict[str, Dict[str, Any]]]:
   """{domain: {algorithm key: {"config_file", "overrides", "run", "criterion"}}}.
 
+  `pending`: the planned runs (sweep.json entries, report.unfinished) that have not
+  finished; each entry of a domain they belong to lists their names under
+  tuning_sweep.UNFINISHED (a run whose domain is unknown belongs to every domain).
   Raises ValueError for an algorithm without a key in report.ALGORITHM_KEYS, and
   (records.choose) for a run without a `validation` evaluation.
   """
   out = {}
   for domain, by_label in groups(runs).items():
+    waiting = [run["name"] for run in pending if planned_domain(run) in (domain, None)]
     out[domain] = {}
     for label, group in by_label.items():
       if label not in report.ALGORITHM_KEYS:
         raise ValueError(f"algorithm {label!r} has no key in report.ALGORITHM_KEYS "
                          f"({', '.join(report.ALGORITHM_KEYS)}).")
       best = records.choose(group)
-      out[domain][report.ALGORITHM_KEYS[label]] = {
-          "config_file": f"configs/{best.config['name']}.py",
-          "overrides": records.setting(best), "run": best.name,
-          "criterion": round(records.criterion(best), report.DECIMALS)}
+      entry = {"config_file": f"configs/{best.config['name']}.py",
+               "overrides": records.setting(best), "run": best.name,
+               "criterion": round(records.criterion(best), report.DECIMALS)}
+      if waiting:
+        entry[tuning_sweep.UNFINISHED] = waiting
+      out[domain][report.ALGORITHM_KEYS[label]] = entry
   return out
 
 
-def chosen_json(runs: Sequence[records.RunRecord]) -> str:
-  return json.dumps(chosen(runs), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+def chosen_json(runs: Sequence[records.RunRecord], pending: Sequence[Dict[str, Any]] = ()) -> str:
+  return json.dumps(chosen(runs, pending), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def table(group: Sequence[records.RunRecord]) -> str:
@@ -85,16 +96,13 @@ def table(group: Sequence[records.RunRecord]) -> str:
   return "\n".join(lines)
 
 
-def unfinished(runs: Sequence[records.RunRecord], sweep_dirs: Sequence[str]) -> List[str]:
-  """Runs that the sweeps planned (their sweep.json) but that have not finished."""
-  done = {r.name for r in runs if records.is_complete(r)}
-  planned = []
-  for sweep_dir in sweep_dirs:
-    path = os.path.join(sweep_dir, "sweep.json")
-    if os.path.exists(path):
-      with open(path) as f:
-        planned += [run["name"] for run in json.load(f)["runs"]]
-  return [name for name in planned if name not in done]
+def planned_domain(run: Dict[str, Any]) -> Optional[str]:
+  """The domain a sweep.json entry trains on (its config string's domain=), or None."""
+  for item in run.get("config_string", "").split(","):
+    key, _, value = item.partition("=")
+    if key == "domain":
+      return value
+  return None
 
 
 def markdown(runs: Sequence[records.RunRecord], sweep_dirs: Sequence[str]) -> str:
@@ -106,10 +114,11 @@ def markdown(runs: Sequence[records.RunRecord], sweep_dirs: Sequence[str]) -> st
            "declared before the runs. Tuning runs evaluate `validation` only, so `test` and "
            "`ood` choose nothing. Cells: mean [95% bootstrap interval over problems and "
            "seeds].", ""]
-  missing = unfinished(runs, sweep_dirs)
+  missing = [run["name"] for run in report.unfinished(runs, sweep_dirs)]
   if missing:
     lines += [f"**Partial: {len(missing)} planned run(s) have not finished**, so a choice "
-              "below may still change: " + ", ".join(missing) + ".", ""]
+              "below may still change (chosen.json marks it provisional): "
+              + ", ".join(missing) + ".", ""]
   for domain, by_label in groups(runs).items():
     title = records.DOMAIN_TITLES.get(domain, domain)
     for label, group in by_label.items():
@@ -122,7 +131,8 @@ def write_tuning(sweep_dirs: Sequence[str], out: str, archive: bool = False) -> 
   """Writes tuning.md and chosen.json into `out`; returns the files written."""
   runs = records.load_runs(sweep_dirs)
   records.require_per_problem(runs)
-  text, choice = markdown(runs, sweep_dirs), chosen_json(runs)  # fail before writing
+  text = markdown(runs, sweep_dirs)  # fail before writing
+  choice = chosen_json(runs, report.unfinished(runs, sweep_dirs))
   os.makedirs(out, exist_ok=True)
   if archive:
     report.archive_sweeps(sweep_dirs, out)

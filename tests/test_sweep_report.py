@@ -258,6 +258,20 @@ def test_archived_records_regenerate_the_report_byte_for_byte(tiny_sweep, tmp_pa
     assert (again / name).read_bytes() == (out / name).read_bytes(), name
 
 
+def test_a_report_of_unfinished_sweeps_says_it_is_partial(tiny_sweep, tmp_path):
+  _, sweep_dir, _ = tiny_sweep
+  report.write_report([str(sweep_dir)], str(tmp_path / "full"), plots=False, archive=True)
+  archived = tmp_path / "full" / os.path.basename(sweep_dir)
+  assert "Partial" not in (tmp_path / "full" / "report.md").read_text()
+  manifest = json.loads((archived / "sweep.json").read_text())
+  manifest["runs"].append({"name": "late", "config_string": "domain=multiplication"})
+  (archived / "sweep.json").write_text(json.dumps(manifest))
+  report.write_report([str(archived)], str(tmp_path / "partial"), plots=False)
+  text = (tmp_path / "partial" / "report.md").read_text()
+  assert "**Partial: 1 run(s) have not finished** and are left out of everything below: " \
+         "late." in text
+
+
 def test_committed_results_regenerate_determinism_check(tmp_path):
   """The committed report is what today's code makes of the committed run records
   (a determinism check: a changed table or verdict rule must be regenerated)."""

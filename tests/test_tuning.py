@@ -8,6 +8,7 @@ import os
 import numpy as np
 import pytest
 
+from configs import choices
 from experiments import records, report, sweep, tuning
 from polyepo import train
 
@@ -147,9 +148,21 @@ def test_tuning_files_feed_the_knob_stage_and_the_final_sweep(tmp_path):
   # A sweep whose manifest plans a run that has not finished says so.
   with open(os.path.join(sweep_dir, "sweep.json"), "w") as f:
     json.dump({"runs": [{"name": r.name} for r in _grid()] + [{"name": "g3"}]}, f)
-  text = open(tuning.write_tuning([sweep_dir], str(tmp_path / "partial"))[0]).read()
+  partial = tuning.write_tuning([sweep_dir], str(tmp_path / "partial"))
   assert "**Partial: 1 planned run(s) have not finished**, so a choice below may still " \
-         "change: g3." in text
+         "change (chosen.json marks it provisional): g3." in open(partial[0]).read()
+  # ... and its chosen.json is provisional: the final and λ sweeps refuse it unless told.
+  assert all(entry["unfinished_tuning_runs"] == ["g3"]
+             for entry in json.load(open(partial[1]))["multiplication"].values())
+  for sweep_file in ("final.py", "shaping_lambda.py"):
+    with pytest.raises(ValueError, match=r"provisional for 'multiplication': 1 tuning run\(s\) "
+                                         r"had not finished \(g3\)"):
+      sweep.load_sweep(f"configs/sweeps/{sweep_file}:domains=multiplication,chosen={partial[1]}")
+    assert sweep.load_sweep(f"configs/sweeps/{sweep_file}:domains=multiplication,"
+                            f"chosen={partial[1]},provisional=true")
+  with pytest.raises(ValueError, match="provisional"):
+    sweep.load_sweep("configs/sweeps/tuning.py:domains=multiplication,stage=knobs,"
+                     f"chosen={partial[1]}")
   # Stage knobs: λ and Poly-EPO's knobs at each one's chosen learning rate.
   knobs = sweep.load_sweep("configs/sweeps/tuning.py:domains=multiplication,stage=knobs,"
                            f"chosen={chosen_path}")
@@ -184,6 +197,25 @@ def test_tuning_files_feed_the_knob_stage_and_the_final_sweep(tmp_path):
     assert {k: v for k, v in run.overrides.items() if k != "train.lam"} == \
         {k: v for k, v in rs_final.overrides.items() if k != "train.lam"}
     assert not run.overrides["run.eval_at_start"]
+
+
+def test_unfinished_runs_make_only_their_own_domain_provisional():
+  runs = _grid() + [_run("p", "grpo", "grpo", 1e-5, [4] * P, domain="polynomial_roots")]
+  pending = [{"name": "late", "config_string": "domain=polynomial_roots,size=default"}]
+  choice = tuning.chosen(runs, pending)
+  assert all("unfinished_tuning_runs" not in e for e in choice["multiplication"].values())
+  assert choice["polynomial_roots"]["grpo"]["unfinished_tuning_runs"] == ["late"]
+  # A planned run that names no domain could be any domain's.
+  choice = tuning.chosen(runs, [{"name": "anywhere"}])
+  assert {tuple(e["unfinished_tuning_runs"]) for d in choice.values() for e in d.values()} == \
+      {("anywhere",)}
+
+
+@pytest.mark.parametrize("value, expected", [("true", True), ("False", False)])
+def test_a_boolean_in_a_config_string(value, expected):
+  assert choices.parse_arg(f"provisional={value}", provisional=not expected).provisional is expected
+  with pytest.raises(ValueError, match="provisional is true or false"):
+    choices.parse_arg("provisional=1", provisional=False)
 
 
 def test_tuning_sweep_grid():

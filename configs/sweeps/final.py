@@ -14,13 +14,13 @@ base model is evaluated once, at step 0 of the GRPO run (the Base row; every
 run would record the same numbers, `run.eval_at_start`).
 
 Config string: domains=all|multiplication|polynomial_roots,
-chosen=results/tuning/chosen.json, seeds=5, steps=300, size=default.
+chosen=results/tuning/chosen.json, provisional=false (true: train the choices of a
+chosen.json written while tuning runs were unfinished), seeds=5, steps=300,
+size=default.
 """
 
-import json
-
 from configs import choices
-from configs.sweeps import headline
+from configs.sweeps import headline, tuning
 
 FIRST_SEED = 100   # tuning runs use seeds 0 and 1 (run.seed = 0)
 BASE_RUN = "grpo"  # the run that also evaluates the base model (step 0)
@@ -36,18 +36,13 @@ def final_overrides(seeds: int, steps: int, size: str):
 
 
 def get_sweep(arg=None):
-  args = choices.parse_arg(arg, domains="all", chosen="results/tuning/chosen.json", seeds=5,
-                          steps=300, size="default")
-  with open(args.chosen) as f:
-    chosen = json.load(f)
+  args = choices.parse_arg(arg, domains="all", chosen="results/tuning/chosen.json",
+                          provisional=False, seeds=5, steps=300, size="default")
   shared = final_overrides(args.seeds, args.steps, args.size)
   runs = []
   for domain in headline.domains(args.domains):
-    if domain not in chosen:
-      raise ValueError(f"chosen={args.chosen!r} has no domain {domain!r} (it has: "
-                       f"{', '.join(sorted(chosen)) or 'none'}); tune it first "
-                       f"(configs/sweeps/tuning.py).")
+    chosen = tuning.read_chosen(args.chosen, domain, provisional=args.provisional)
     runs += [(entry["config_file"], f"domain={domain},size={args.size}",
               dict(shared, **entry["overrides"], **{"run.eval_at_start": key == BASE_RUN}))
-             for key, entry in sorted(chosen[domain].items())]
+             for key, entry in sorted(chosen.items())]
   return runs

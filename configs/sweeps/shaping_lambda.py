@@ -15,10 +15,9 @@ best `validation` pass@1 (experiments.records.CRITERION). With chosen= (empty): 
 at the config's defaults and the headline's settings.
 
 Config string: domains=all|multiplication|polynomial_roots,
-chosen=results/tuning/chosen.json, seeds=5, steps=300, size=default.
+chosen=results/tuning/chosen.json, provisional=false (as configs/sweeps/final.py),
+seeds=5, steps=300, size=default.
 """
-
-import json
 
 from configs import choices
 from configs.sweeps import final, headline, tuning
@@ -27,17 +26,16 @@ LAMBDAS = tuning.LAMBDAS
 
 
 def get_sweep(arg=None):
-  args = choices.parse_arg(arg, domains="all", chosen="results/tuning/chosen.json", seeds=5,
-                          steps=300, size="default")
+  args = choices.parse_arg(arg, domains="all", chosen="results/tuning/chosen.json",
+                          provisional=False, seeds=5, steps=300, size="default")
   if not args.chosen:
     return headline.one_knob_sweep(f"domains={args.domains},size={args.size},seeds=3",
                                    "configs/reward_shaping.py", "train.lam", LAMBDAS)
-  with open(args.chosen) as f:
-    chosen = json.load(f)
   shared = final.final_overrides(args.seeds, args.steps, args.size)
   runs = []
   for domain in headline.domains(args.domains):
-    entry = chosen.get(domain, {}).get("reward_shaping")
+    entry = tuning.read_chosen(args.chosen, domain,
+                               provisional=args.provisional).get("reward_shaping")
     if entry is None:
       raise ValueError(f"chosen={args.chosen!r} has no reward_shaping for {domain!r}; tune "
                        f"it first (configs/sweeps/tuning.py).")

@@ -27,7 +27,8 @@ Every tuning run trains `steps` steps (the final comparison's length) with
 steps 0, 100, 200, 300), no forced accuracy: `test` and `ood` are never looked at.
 
 Config string: domains=all|multiplication|polynomial_roots, stage=lr|knobs,
-chosen=PATH (stage=knobs), seeds=2, steps=300, size=default.
+chosen=PATH (stage=knobs), provisional=false (true: accept a chosen.json written
+while tuning runs were unfinished), seeds=2, steps=300, size=default.
 """
 
 import json
@@ -50,6 +51,9 @@ LAMBDAS = (0.1, 0.3, 1.0, 3.0)   # reward shaping's λ (its config's default amo
 POLY_EPO_KNOBS = tuple((n, normalize, over) for normalize, over in
                        ((True, "prompt"), (True, "batch"), (False, "prompt")) for n in (4, 8))
 STAGES = ("lr", "knobs")
+# The chosen.json field (experiments.tuning) listing a domain's planned tuning
+# runs that had not finished: present only then.
+UNFINISHED = "unfinished_tuning_runs"
 
 
 def tuning_overrides(seeds: int, steps: int, size: str):
@@ -63,22 +67,44 @@ def tuning_overrides(seeds: int, steps: int, size: str):
   return overrides
 
 
-def chosen_learning_rates(path: str, domain: str):
-  """{algorithm key: learning rate} of `domain` in a chosen.json (experiments.tuning)."""
+def read_chosen(path: str, domain: str, *, provisional: bool = False):
+  """{algorithm key: entry} of `domain` in a chosen.json (experiments.tuning).
+
+  A domain whose tuning sweeps had unfinished runs when chosen.json was written
+  has entries marked UNFINISHED: their choice may still change, so they are
+  refused unless `provisional`.
+  """
   if not path:
-    raise ValueError("stage=knobs needs chosen=PATH, the chosen.json of stage lr "
-                     "(python -m experiments.tuning ... --out=DIR writes DIR/chosen.json).")
+    raise ValueError("chosen=PATH is empty; it names the chosen.json that "
+                     "`python -m experiments.tuning ... --out=DIR` writes as DIR/chosen.json.")
   with open(path) as f:
     chosen = json.load(f)
   if domain not in chosen:
     raise ValueError(f"chosen={path!r} has no domain {domain!r} (it has: "
-                     f"{', '.join(sorted(chosen)) or 'none'}); run stage lr on it first.")
-  return {key: entry["overrides"]["train.learning_rate"] for key, entry in chosen[domain].items()}
+                     f"{', '.join(sorted(chosen)) or 'none'}); tune it first "
+                     f"(configs/sweeps/tuning.py).")
+  waiting = sorted({name for entry in chosen[domain].values()
+                    for name in entry.get(UNFINISHED, ())})
+  if waiting and not provisional:
+    raise ValueError(f"chosen={path!r} is provisional for {domain!r}: {len(waiting)} tuning "
+                     f"run(s) had not finished ({', '.join(waiting)}), so a choice may still "
+                     f"change. Finish the tuning sweep and rerun experiments.tuning, or pass "
+                     f"provisional=true to train the choices as they stand.")
+  return chosen[domain]
+
+
+def chosen_learning_rates(path: str, domain: str, *, provisional: bool = False):
+  """{algorithm key: learning rate} of `domain` in a chosen.json (read_chosen)."""
+  if not path:
+    raise ValueError("stage=knobs needs chosen=PATH, the chosen.json of stage lr "
+                     "(python -m experiments.tuning ... --out=DIR writes DIR/chosen.json).")
+  return {key: entry["overrides"]["train.learning_rate"]
+          for key, entry in read_chosen(path, domain, provisional=provisional).items()}
 
 
 def get_sweep(arg=None):
-  args = choices.parse_arg(arg, domains="all", stage="lr", chosen="", seeds=2, steps=300,
-                          size="default")
+  args = choices.parse_arg(arg, domains="all", stage="lr", chosen="", provisional=False,
+                          seeds=2, steps=300, size="default")
   if args.stage not in STAGES:
     raise ValueError(f"stage={args.stage!r} is not one of: {', '.join(STAGES)}.")
   shared = tuning_overrides(args.seeds, args.steps, args.size)
@@ -90,7 +116,7 @@ def get_sweep(arg=None):
           "train.learning_rate": lr})) for config_file, algorithm in ALGORITHMS
                for lr in LEARNING_RATES]
       continue
-    lrs = chosen_learning_rates(args.chosen, domain)
+    lrs = chosen_learning_rates(args.chosen, domain, provisional=args.provisional)
     for key in ("reward_shaping", "poly_epo"):
       if key not in lrs:
         raise ValueError(f"chosen={args.chosen!r} has no {key!r} for {domain!r}.")
