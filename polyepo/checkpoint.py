@@ -5,6 +5,7 @@ import json
 import os
 from typing import Any
 
+import jax
 import orbax.checkpoint as ocp
 
 
@@ -30,6 +31,10 @@ def save_params(directory: str, params) -> None:
 def load_params(directory: str, abstract_params) -> Any:
   """Restores params saved by `save_params`, shaped like `abstract_params`.
 
+  Leaves of `abstract_params` without a sharding are restored onto this
+  process's first device, not the device they were saved from: params saved on
+  a CPU load on a GPU, and the reverse.
+
   Args:
     directory: what was given to save_params.
     abstract_params: a pytree of jax.ShapeDtypeStruct, e.g. from jax.eval_shape.
@@ -37,6 +42,10 @@ def load_params(directory: str, abstract_params) -> Any:
   path = os.path.join(os.path.abspath(directory), "params")
   if not os.path.isdir(path):
     raise FileNotFoundError(f"No parameters saved under {directory!r} (expected {path}).")
+  here = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+  abstract_params = jax.tree.map(
+      lambda x: x if getattr(x, "sharding", None) is not None
+      else jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=here), abstract_params)
   with ocp.StandardCheckpointer() as checkpointer:
     return checkpointer.restore(path, abstract_params)
 
