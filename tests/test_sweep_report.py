@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from experiments import report, stats, sweep
+from experiments import report, stats, sweep, tuning
 from polyepo import writers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -272,21 +272,47 @@ def test_a_report_of_unfinished_sweeps_says_it_is_partial(tiny_sweep, tmp_path):
          "late." in text
 
 
-def test_committed_results_regenerate_determinism_check(tmp_path):
-  """The committed report is what today's code makes of the committed run records
-  (a determinism check: a changed table or verdict rule must be regenerated)."""
+def _committed(name):
+  """The directories under results/ holding a committed `name` and its archived sweeps."""
   results = os.path.join(ROOT, "results")
-  if not os.path.isdir(os.path.join(results, "headline")):
-    pytest.skip("no committed results")
-  runs = report.load_runs([os.path.join(results, "headline")])
+  found = []
+  for directory, _, files in sorted(os.walk(results)):
+    sweeps = sorted(os.path.join(directory, d) for d in os.listdir(directory)
+                    if os.path.isfile(os.path.join(directory, d, "sweep.json")))
+    if name in files and sweeps:
+      found.append((os.path.relpath(directory, ROOT), sweeps))
+  return found
+
+
+@pytest.mark.parametrize("directory, sweeps", _committed("report.md"))
+def test_committed_reports_regenerate_determinism_check(directory, sweeps, tmp_path):
+  """Each committed report is what today's code makes of the run records archived beside it
+  (a determinism check: a changed table or verdict rule must be regenerated)."""
+  runs = report.load_runs(sweeps)
   try:
     report.require_per_problem(runs)
   except ValueError as err:
-    pytest.skip(f"the committed results predate per-problem eval values; regenerate them "
-                f"with this version ({err})")
-  report.write_report([os.path.join(results, "headline")], str(tmp_path), plots=False)
+    pytest.skip(f"{directory}'s records predate per-problem eval values ({err})")
+  report.write_report(sweeps, str(tmp_path), plots=False)
   for name in ("report.md", "summary.json"):
-    assert (tmp_path / name).read_text() == open(os.path.join(results, name)).read(), name
+    assert (tmp_path / name).read_text() == open(os.path.join(ROOT, directory, name)).read(), name
+
+
+def test_committed_tuning_regenerates_determinism_check(tmp_path):
+  """results/tuning's tuning.md and chosen.json (both stages), from its archived sweeps."""
+  found = dict(_committed("tuning.md"))
+  if "results/tuning" not in found:
+    pytest.skip("no committed tuning")
+  lr_sweeps = [s for s in found["results/tuning"] if os.path.basename(s).startswith("tuning-lr")]
+  knob_sweeps = [s for s in found["results/tuning"] if s not in lr_sweeps]
+  # In the README's order: stage lr's sweeps, then stage knobs'.
+  for directory, sweeps in (("results/tuning", lr_sweeps + knob_sweeps),
+                            ("results/tuning/lr", lr_sweeps)):
+    out = tmp_path / os.path.basename(directory)
+    tuning.write_tuning(sweeps, str(out))
+    for name in ("tuning.md", "chosen.json"):
+      assert (out / name).read_text() == open(os.path.join(ROOT, directory, name)).read(), \
+          (directory, name)
 
 
 def test_sweep_info_counts_interrupted_invocations_up_to_their_last_run(tmp_path):
