@@ -43,6 +43,7 @@ class RunRecord(NamedTuple):
   config: Dict[str, Any]
   evals: List[Dict[str, Any]]   # eval.jsonl records, by step
   train: List[Dict[str, Any]]   # train.jsonl records, by step
+  sweep: int = 0           # index of its sweep directory in `load_runs`' argument
 
 
 def algorithm_label(config: Dict[str, Any]) -> str:
@@ -72,7 +73,7 @@ def _read_jsonl(path: str) -> List[Dict[str, Any]]:
 def load_runs(sweep_dirs: Sequence[str]) -> List[RunRecord]:
   """Every run directory (with an evaluation) under the sweep directories, by name."""
   runs = []
-  for sweep_dir in sweep_dirs:
+  for index, sweep_dir in enumerate(sweep_dirs):
     root = os.path.join(sweep_dir, "runs")
     if not os.path.isdir(root):
       raise FileNotFoundError(f"{sweep_dir!r} is not a sweep directory (no runs/ inside).")
@@ -85,7 +86,8 @@ def load_runs(sweep_dirs: Sequence[str]) -> List[RunRecord]:
         config = json.load(f)
       lam = config["train"]["lam"] if config["train"]["estimator"] == "reward_shaping" else None
       runs.append(RunRecord(name, config["domain"], algorithm_label(config), lam, config,
-                            evals, _read_jsonl(os.path.join(workdir, "train.jsonl"))))
+                            evals, _read_jsonl(os.path.join(workdir, "train.jsonl")),
+                            sweep=index))
   if not runs:
     raise FileNotFoundError(f"No run with an evaluation under {', '.join(sweep_dirs)}.")
   return runs
@@ -228,7 +230,11 @@ def select_rows(runs: List[RunRecord], domain: str) -> Dict[str, Dict[str, Any]]
   Base is the step-0 evaluation of the first complete GRPO run that has one, else
   of the first complete run that has one (all runs of a domain start from the
   same base model and evaluate it with the same keys; a sweep may evaluate it in
-  one run only, `run.eval_at_start`). Among several runs of one algorithm (a
+  one run only, `run.eval_at_start`). An algorithm's row comes from the first
+  sweep directory (in `load_runs` order) that has a complete run of it: a later
+  sweep that varies one knob (reward shaping's λ, configs/sweeps/shaping_lambda.py)
+  adds points to the plots without choosing the row again, so that every row had
+  the same tuning budget. Among several runs of one algorithm in that sweep (a
   grid of settings) the row is the one `choose` picks by the tuning criterion on
   `validation`.
   """
@@ -244,6 +250,8 @@ def select_rows(runs: List[RunRecord], domain: str) -> Dict[str, Dict[str, Any]]
   for run in runs:
     by_label.setdefault(run.algorithm, []).append(run)
   for label, group in by_label.items():
+    first = min(r.sweep for r in group)
+    group = [r for r in group if r.sweep == first]
     best = choose(group) if len(group) > 1 else group[0]
     note = f"λ={best.lam:g}" if best.lam is not None else ""
     if len(group) > 1:

@@ -50,9 +50,12 @@ writes to --out (default SWEEP_DIR/report):
                         sweep directory: `python -m experiments.report OUT/<sweep name>`
                         regenerates the same report.md and summary.json, byte for byte.
 
-The Base row is the step-0 evaluation (the base model, before any update). The
-reward-shaping row takes the λ with the highest final `test` pass@32. The outputs
-depend only on the run records, so rerunning the report reproduces them.
+The Base row is the step-0 evaluation (the base model, before any update). An
+algorithm's row comes from the first SWEEP_DIR that has it, and among several
+settings there the one with the best final `validation` pass@1
+(`records.select_rows`); a later SWEEP_DIR's runs of it (the λ sweep) only add
+points to the plots. The outputs depend only on the run records, so rerunning the
+report reproduces them.
 
 Statistics (`experiments.stats`): a metric's value for a run is its mean over
 seeds and problems of the per-problem values in the eval records (`per_problem`;

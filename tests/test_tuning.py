@@ -80,6 +80,31 @@ def test_report_rows_use_the_choice():
                                             "settings")
 
 
+def test_a_later_sweep_adds_points_without_choosing_the_row_again():
+  # The final sweep trains the tuned λ = 0.3; the λ sweep (second directory) trains
+  # λ = 1 with a better validation pass@1, which must not take the row.
+  tuned = _run("rs-0.3", "reward_shaping", "reward_shaping", 3e-5, [5] * P, lam=0.3)
+  swept = _run("rs-1", "reward_shaping", "reward_shaping", 3e-5, [9] * P, lam=1.0)._replace(
+      sweep=1)
+  rows = records.select_rows([swept, tuned], "multiplication")
+  assert rows["Reward shaping"]["run"].name == "rs-0.3"
+  assert rows["Reward shaping"]["note"] == "λ=0.3"
+  # In one sweep directory the two settings form a grid, and validation chooses.
+  rows = records.select_rows([swept._replace(sweep=0), tuned], "multiplication")
+  assert rows["Reward shaping"]["run"].name == "rs-1"
+
+
+def test_load_runs_numbers_the_sweep_directories(tmp_path):
+  for sweep_dir, name in (("final", "rs-0.3"), ("lambda", "rs-1")):
+    workdir = tmp_path / sweep_dir / "runs" / name
+    workdir.mkdir(parents=True)
+    run = _run(name, "reward_shaping", "reward_shaping", 3e-5, [5] * P)
+    (workdir / "config.json").write_text(json.dumps(run.config))
+    (workdir / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in run.evals))
+  runs = records.load_runs([str(tmp_path / "final"), str(tmp_path / "lambda")])
+  assert [(r.name, r.sweep) for r in runs] == [("rs-0.3", 0), ("rs-1", 1)]
+
+
 def test_the_base_row_comes_from_a_run_that_evaluated_step_0():
   grpo = _run("g", "grpo", "grpo", 3e-5, [4] * P, splits=("validation", "test"))
   poly = _run("p", "poly_epo", "set_rl", 3e-5, [5] * P, splits=("validation", "test"))
