@@ -95,11 +95,6 @@ def test_bad_sweep_entries_fail_naming_the_problem(entry, message, tmp_path):
   assert message in str(err.value)
 
 
-def test_set_size_sweep_rejects_smoke_size():
-  with pytest.raises(ValueError, match="set_size"):
-    sweep.load_sweep("configs/sweeps/set_size.py:size=smoke")
-
-
 @pytest.mark.slow
 def test_sweep_runs_every_entry_and_logs(tiny_sweep):
   _, sweep_dir, _ = tiny_sweep

@@ -213,6 +213,16 @@ def test_tuning_files_feed_the_knob_stage_and_the_final_sweep(tmp_path):
     assert run.overrides["run.eval_at_start"] == (run.config_file == "configs/grpo.py")
   with pytest.raises(ValueError, match="has no domain 'polynomial_roots'"):
     sweep.load_sweep(f"configs/sweeps/final.py:domains=polynomial_roots,chosen={chosen_path}")
+  # At size=smoke (4 samples per prompt) every chosen and knob set size still fits:
+  # the runs keep n and sample 2n responses.
+  for sweep_arg in (f"final.py:domains=multiplication,chosen={chosen_path},size=smoke",
+                    f"tuning.py:domains=multiplication,stage=knobs,chosen={chosen_path},"
+                    "size=smoke", "set_size.py:domains=multiplication,size=smoke"):
+    smoke = sweep.load_sweep(f"configs/sweeps/{sweep_arg}")   # checks every run's config
+    sizes = [(r.overrides["train.set_size"], r.overrides["train.samples_per_prompt"])
+             for r in smoke if "train.set_size" in r.overrides]
+    assert sizes and all(N == max(4, 2 * n) for n, N in sizes), sweep_arg
+  assert {8} <= {n for n, _ in sizes}
   # The λ sweep runs the other λs as the final comparison runs reward shaping.
   lam_runs = sweep.load_sweep("configs/sweeps/shaping_lambda.py:domains=multiplication,"
                               f"chosen={chosen_path}")

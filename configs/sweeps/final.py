@@ -16,7 +16,8 @@ run would record the same numbers, `run.eval_at_start`).
 Config string: domains=all|multiplication|polynomial_roots,
 chosen=results/tuning/chosen.json, provisional=false (true: train the choices of a
 chosen.json written while tuning runs were unfinished), seeds=5, steps=300,
-size=default.
+size=default (smoke: the whole flow in minutes; a chosen set size keeps its n,
+headline.fit_smoke).
 """
 
 from configs import choices
@@ -43,6 +44,7 @@ def get_sweep(arg=None):
   for domain in headline.domains(args.domains):
     chosen = tuning.read_chosen(args.chosen, domain, provisional=args.provisional)
     runs += [(entry["config_file"], f"domain={domain},size={args.size}",
-              dict(shared, **entry["overrides"], **{"run.eval_at_start": key == BASE_RUN}))
+              headline.fit_smoke(dict(shared, **entry["overrides"],
+                                      **{"run.eval_at_start": key == BASE_RUN}), args.size))
              for key, entry in sorted(chosen.items())]
   return runs

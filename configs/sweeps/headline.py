@@ -26,6 +26,20 @@ def shared_overrides(seeds: int, size: str):
   return overrides
 
 
+def fit_smoke(overrides: dict, size: str) -> dict:
+  """`overrides` with room for its set size at size=smoke, else unchanged.
+
+  The smoke preset samples 4 responses per prompt (3 vines per rollout state), too
+  few for a tuned set size n ≥ 4 (1 <= n < N, n < N_v); a smoke run of a tuned
+  setting keeps n and samples 2n responses (and n + 1 vines) instead.
+  """
+  n = overrides.get("train.set_size")
+  if size != "smoke" or n is None:
+    return overrides
+  return dict(overrides, **{"train.samples_per_prompt": max(4, 2 * n),
+                            "train.vine_samples": max(3, n + 1)})
+
+
 def domains(value: str):
   """The domains a sweep's `domains=` config-string value names: all, or one."""
   if value == "all":
@@ -54,5 +68,6 @@ def one_knob_sweep(arg, config_file: str, key: str, values):
   """
   args = choices.parse_arg(arg, domains="all", size="default", seeds=3)
   shared = shared_overrides(args.seeds, args.size)
-  return [(config_file, f"domain={domain},size={args.size}", dict(shared, **{key: value}))
+  return [(config_file, f"domain={domain},size={args.size}",
+           fit_smoke(dict(shared, **{key: value}), args.size))
           for domain in domains(args.domains) for value in values]

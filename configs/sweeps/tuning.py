@@ -125,9 +125,9 @@ def get_sweep(arg=None):
     runs += [("configs/reward_shaping.py", config_string, dict(shared, **{
         "train.learning_rate": lrs["reward_shaping"], "train.lam": lam}))
              for lam in LAMBDAS if lam != default_lam]
-    runs += [("configs/poly_epo.py", config_string, dict(shared, **{
+    runs += [("configs/poly_epo.py", config_string, headline.fit_smoke(dict(shared, **{
         "train.learning_rate": lrs["poly_epo"], "train.set_size": n, "train.normalize": norm,
-        "train.normalize_over": over}))
+        "train.normalize_over": over}), args.size))
              for n, norm, over in POLY_EPO_KNOBS
              if (n, norm, over) != (defaults.set_size, defaults.normalize, defaults.normalize_over)]
   return runs
