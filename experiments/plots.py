@@ -329,18 +329,18 @@ def _metric_panels(runs, domains, path, panels, window, caption) -> bool:
 
 
 def plot_shaping_lambda(runs, domains, path) -> bool:
-  """Reward shaping's final test pass@1 and distinct correct strategies against λ,
-  with Poly-EPO (no λ) as a band, one row per domain; False (no plot) when λ was
-  not swept."""
+  """Reward shaping's final test pass@1 and distinct correct strategies against λ
+  (the λs trained on its row's budget, `records.shaping_by_lambda`), with Poly-EPO
+  (no λ) as a band, one row per domain; False (no plot) when λ was not swept."""
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-  shaping = [r for r in runs if r.algorithm == "Reward shaping" and records.is_complete(r)]
-  if len({r.lam for r in shaping}) < 2:
+  shaping = {d: records.shaping_by_lambda(runs, d) for d in domains}
+  if max(len(group) for group in shaping.values()) < 2:
     return False
   panels = [("pass@1", "test pass@1"), ("distinct_correct", "distinct correct (test)")]
   fig, axes = plt.subplots(len(domains), len(panels), figsize=(5 * len(panels),
                                                               3.4 * len(domains)), squeeze=False)
   for i, domain in enumerate(domains):
-    group = sorted((r for r in shaping if r.domain == domain), key=lambda r: r.lam)
+    group = list(shaping[domain].values())
     poly = records.select_rows(runs, domain).get("Poly-EPO")
     title = records.DOMAIN_TITLES.get(domain, domain)
     for j, (key, name) in enumerate(panels):

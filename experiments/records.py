@@ -263,6 +263,29 @@ def select_rows(runs: List[RunRecord], domain: str) -> Dict[str, Dict[str, Any]]
   return ordered
 
 
+def shaping_by_lambda(runs: Sequence[RunRecord], domain: str) -> Dict[float, RunRecord]:
+  """{λ: run}: reward shaping's complete runs of `domain` on its row's budget.
+
+  The row is `select_rows`'s; a run joins when everything but λ matches it
+  (learning rate, steps, seeds), so that every λ had the same budget; of several
+  runs of one λ, the first sweep's. {} without a reward-shaping row.
+  """
+  row = select_rows(list(runs), domain).get("Reward shaping")
+  if row is None:
+    return {}
+
+  def budget(run):
+    return ({k: v for k, v in setting(run).items() if k != "train.lam"},
+            run.config["train"]["num_steps"], num_seeds(run.evals[-1], "test"))
+
+  out: Dict[float, RunRecord] = {}
+  for run in sorted((r for r in runs if r.domain == domain and r.algorithm == "Reward shaping"
+                     and is_complete(r) and "test" in r.evals[-1]
+                     and budget(r) == budget(row["run"])), key=lambda r: r.sweep):
+    out.setdefault(run.lam, run)
+  return dict(sorted(out.items()))
+
+
 @functools.lru_cache(maxsize=None)
 def _families(domain: str, env_json: str) -> Dict[str, str]:
   import envs  # pylint: disable=g-import-not-at-top

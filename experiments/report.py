@@ -15,7 +15,9 @@ writes to --out (default SWEEP_DIR/report):
                         which each strategy is first discovered; the papers'
                         claims checked (and the same claims for Poly-PPO
                         against PPO, with Poly-PPO against Poly-EPO, when those
-                        runs are given); each row's pass@1 difference to GRPO
+                        runs are given); reward shaping at every λ swept against
+                        Poly-EPO, with the claim that no λ matches it on both
+                        pass@1 and distinct correct (`lambda_table`); each row's pass@1 difference to GRPO
                         split into strategy choice and execution
                         (`stats.shift_share`, from the per-problem correct
                         counts per strategy, when recorded); the sweep's
@@ -85,7 +87,8 @@ from experiments import stats
 from experiments.records import (  # pylint: disable=unused-import
     COLORS, DISCOVERY_SHARE, DOMAIN_TITLES, ORDER, RARE_SHARE, SPLITS, RunRecord,
     algorithm_label, discovery_steps, is_complete, load_runs, num_seeds, per_problem,
-    rare_strategies, require_per_problem, select_rows, strategy_families, value)
+    rare_strategies, require_per_problem, select_rows, shaping_by_lambda, strategy_families,
+    value)
 from experiments.records import _read_jsonl
 
 _OUT = flags.DEFINE_string("out", None, "Output directory (default: <first SWEEP_DIR>/report).")
@@ -350,6 +353,65 @@ def critic_claims(rows: Dict[str, Dict[str, Any]]) -> List[str]:
   return out
 
 
+LAMBDA_METRICS = (("pass@1", "test pass@1"), ("distinct_correct", "distinct correct"))
+
+
+def lambda_table(runs: Sequence[RunRecord], rows: Dict[str, Dict[str, Any]],
+                 domain: str, amplifier: str = "Poly-EPO") -> Optional[List[str]]:
+  """Reward shaping at each λ against `amplifier` (no λ) on `test` (markdown lines).
+
+  One table row per λ trained on the reward-shaping row's budget
+  (`records.shaping_by_lambda`; the comparison's row is marked): reward shaping's
+  test pass@1 and distinct correct strategies, and `amplifier` − reward shaping
+  for each, paired over problems × seeds. Then the claim "no λ gives reward shaping both `amplifier`'s pass@1 and its distinct
+  correct strategies": it holds iff at every λ at least one of the two
+  differences lies entirely above 0 (`stats.judge`, the one rule); a λ where
+  neither does is named. None when fewer than two λs ran or `amplifier` did not.
+  """
+  shaping = shaping_by_lambda(runs, domain)
+  if len(shaping) < 2 or amplifier not in rows:
+    return None
+  chosen = rows["Reward shaping"]["run"]
+  header = ["λ"] + [name for _, name in LAMBDA_METRICS] + [
+      f"{name}: {amplifier} − reward shaping" for _, name in LAMBDA_METRICS]
+  lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+  matched, unjudged = [], False
+  poly = rows[amplifier]["record"]
+  for lam, run in shaping.items():
+    record = run.evals[-1]
+    cells, ahead = [], []
+    for name, _ in LAMBDA_METRICS:
+      a, b = per_problem(poly, "test", name), per_problem(record, "test", name)
+      judgement = stats.judge(a, b, ">")
+      if judgement.verdict == stats.UNJUDGED:
+        unjudged, side = True, "not judged"
+      elif judgement.verdict == stats.HOLDS:
+        side = f"{amplifier} ahead"
+      elif stats.judge(a, b, "<").verdict == stats.HOLDS:
+        side = f"{amplifier} behind"
+      else:
+        side = "no clear difference"
+      cells.append(f"{_signed(judgement.difference)}: {side}")
+      ahead.append(judgement.verdict == stats.HOLDS)
+    if not any(ahead):
+      matched.append(f"{lam:g}")
+    mark = " (the comparison's row)" if run is chosen else ""
+    lines.append(f"| {lam:g}{mark} | "
+                 + " | ".join(cell(value(record, "test", name), name)
+                              for name, _ in LAMBDA_METRICS)
+                 + " | " + " | ".join(cells) + " |")
+  statement = (f"No λ gives reward shaping both {amplifier}'s test pass@1 and its distinct "
+               f"correct strategies ({amplifier} ahead on at least one, at every λ)")
+  if unjudged:
+    verdict = stats.UNJUDGED
+  else:
+    verdict = stats.FAILS if matched else stats.HOLDS
+  text = f"- {statement} → {_verdict(verdict)}"
+  if matched and not unjudged:
+    text += f" (not ahead on either at λ = {', '.join(matched)})"
+  return lines + ["", text]
+
+
 def _percent(interval: stats.Interval) -> str:
   return f"{100 * interval.mean:.2f}% [{100 * interval.low:.2f}, {100 * interval.high:.2f}]"
 
@@ -541,6 +603,13 @@ SOURCES_NOTE = (
     "single-strategy terms are point estimates.")
 
 
+LAMBDA_NOTE = (
+    "Every λ trained on the same budget as the comparison's reward-shaping row (its "
+    "learning rate, seeds, steps and evaluation); each difference is Poly-EPO minus "
+    "reward shaping at that λ with its paired interval: ahead (behind) when the whole "
+    "interval lies above (below) 0. The plot: `shaping_lambda.png`.")
+
+
 def unfinished(runs: Sequence[RunRecord], sweep_dirs: Sequence[str]) -> List[Dict[str, Any]]:
   """The runs that have not finished: each planned one (its sweep.json entry) without a
   complete record, and each incomplete record no sweep.json plans."""
@@ -597,6 +666,10 @@ def markdown(runs: List[RunRecord], sweep_dirs: Sequence[str]) -> str:
     critic = critic_claims(rows)
     if critic:
       lines += [f"### {title} — the same claims for PPO and Poly-PPO", ""] + critic + [""]
+    shaping = lambda_table(runs, rows, domain)
+    if shaping:
+      lines += [f"### {title} — reward shaping across λ against Poly-EPO (`test`)", "",
+                LAMBDA_NOTE, ""] + shaping + [""]
     sources = pass_at_1_sources(rows)
     if sources:
       lines += [f"### {title} — where each pass@1 difference to GRPO comes from (`test`)", "",

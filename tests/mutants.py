@@ -255,6 +255,11 @@ MUTANTS = (
            "scaled_base = shares[\"Base\"]",
            ("tests/test_verdicts.py",),
            "the rare-strategy claim asks for any growth instead of 5x the base share"),
+    Mutant("lambda_claim_needs_both_ahead", "experiments/report.py",
+           "    if not any(ahead):",
+           "    if not all(ahead):",
+           ("tests/test_tuning.py",),
+           "the λ claim asks Poly-EPO to lead on both metrics at every λ, not on one"),
     # -- experiments/records.py --------------------------------------------------
     Mutant("tuning_chooses_on_test", "experiments/records.py",
            'CRITERION = ("validation", "pass@1")',

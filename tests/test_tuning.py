@@ -94,6 +94,53 @@ def test_a_later_sweep_adds_points_without_choosing_the_row_again():
   assert rows["Reward shaping"]["run"].name == "rs-1"
 
 
+def _tested(run, correct, distinct_correct, seeds=2):
+  """`run` with a final `test` evaluation: per problem `correct` of SAMPLES right and
+  `distinct_correct` distinct correct strategies, on every seed."""
+  split = _split([correct] * P, seeds)
+  split["seeds"] = [{"num_samples": SAMPLES, "per_problem": {
+      "num_correct": [correct] * P, "distinct_correct": [distinct_correct] * P}}] * seeds
+  run.evals[-1]["test"] = split
+  return run
+
+
+def test_lambda_table_judges_every_lambda_against_poly_epo():
+  poly = _tested(_run("p", "poly_epo", "set_rl", 1e-4, [8] * P), 10, 3)
+  # λ = 0.1 is the comparison's row (first sweep); the λ sweep adds 0.3 and 1.
+  trade_off = _tested(_run("rs-0.1", "reward_shaping", "reward_shaping", 1e-4, [9] * P,
+                           lam=0.1), 16, 1)     # pass@1 0.5 > 10/32, fewer strategies
+  fewer = _tested(_run("rs-0.3", "reward_shaping", "reward_shaping", 1e-4, [9] * P,
+                       lam=0.3)._replace(sweep=1), 10, 2)
+  other_lr = _tested(_run("rs-3", "reward_shaping", "reward_shaping", 3e-5, [9] * P,
+                          lam=3.0)._replace(sweep=1), 10, 3)   # another budget: left out
+  runs = [poly, trade_off, fewer, other_lr]
+  rows = records.select_rows(runs, "multiplication")
+  lines = report.lambda_table(runs, rows, "multiplication")
+  assert [l.split(" | ")[0] for l in lines[2:4]] == ["| 0.1 (the comparison's row)", "| 0.3"]
+  assert lines[2].endswith("| -0.188 [-0.188, -0.188]: Poly-EPO behind | "
+                           "+2.000 [+2.000, +2.000]: Poly-EPO ahead |")
+  assert lines[3].endswith("| +0.000 [+0.000, +0.000]: no clear difference | "
+                           "+1.000 [+1.000, +1.000]: Poly-EPO ahead |")
+  assert lines[-1].endswith("→ **holds**")
+  # A λ that matches Poly-EPO on both fails the claim, and is named.
+  level = _tested(_run("rs-1", "reward_shaping", "reward_shaping", 1e-4, [9] * P,
+                       lam=1.0)._replace(sweep=1), 10, 3)
+  lines = report.lambda_table(runs + [level], rows, "multiplication")
+  assert lines[-1].endswith("→ **does not hold** (not ahead on either at λ = 1)")
+  # One seed is not judged; a single λ or no Poly-EPO row gives no table.
+  one_seed = _tested(_run("rs-1", "reward_shaping", "reward_shaping", 1e-4, [9] * P,
+                          lam=1.0)._replace(sweep=1), 10, 3, seeds=1)
+  single = [_tested(_run("p1", "poly_epo", "set_rl", 1e-4, [8] * P), 10, 3, seeds=1),
+            _tested(_run("r1", "reward_shaping", "reward_shaping", 1e-4, [9] * P,
+                         lam=0.1), 16, 1, seeds=1), one_seed]
+  lines = report.lambda_table(single, records.select_rows(single, "multiplication"),
+                              "multiplication")
+  assert "not judged" in lines[-1]
+  assert report.lambda_table(runs[:2], rows, "multiplication") is None
+  assert report.lambda_table(runs[1:], records.select_rows(runs[1:], "multiplication"),
+                             "multiplication") is None
+
+
 def test_load_runs_numbers_the_sweep_directories(tmp_path):
   for sweep_dir, name in (("final", "rs-0.3"), ("lambda", "rs-1")):
     workdir = tmp_path / sweep_dir / "runs" / name
