@@ -17,8 +17,8 @@ writes to --out (default SWEEP_DIR/report):
                         against PPO, with Poly-PPO against Poly-EPO, when those
                         runs are given); reward shaping at every λ swept against
                         Poly-EPO, with the claim that no λ matches it on both
-                        pass@1 and distinct correct (`lambda_table`); each row's pass@1 difference to GRPO
-                        split into strategy choice and execution
+                        pass@1 and distinct correct (`lambda_table`); each
+                        row's pass@1 difference to GRPO split into strategy choice and execution
                         (`stats.shift_share`, from the per-problem correct
                         counts per strategy, when recorded); the sweep's
                         command, commit, machine and wall time (from its
@@ -363,10 +363,11 @@ def lambda_table(runs: Sequence[RunRecord], rows: Dict[str, Dict[str, Any]],
   One table row per λ trained on the reward-shaping row's budget
   (`records.shaping_by_lambda`; the comparison's row is marked): reward shaping's
   test pass@1 and distinct correct strategies, and `amplifier` − reward shaping
-  for each, paired over problems × seeds. Then the claim "no λ gives reward shaping both `amplifier`'s pass@1 and its distinct
-  correct strategies": it holds iff at every λ at least one of the two
-  differences lies entirely above 0 (`stats.judge`, the one rule); a λ where
-  neither does is named. None when fewer than two λs ran or `amplifier` did not.
+  for each, paired over problems × seeds. Then the claim "no λ gives reward
+  shaping both `amplifier`'s pass@1 and its distinct correct strategies": it
+  holds iff at every λ at least one of the two differences lies entirely above
+  0 (`stats.judge`, the one rule); a λ where neither does is named. None when
+  fewer than two λs ran or `amplifier` did not.
   """
   shaping = shaping_by_lambda(runs, domain)
   if len(shaping) < 2 or amplifier not in rows:
