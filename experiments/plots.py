@@ -331,10 +331,11 @@ def _metric_panels(runs, domains, path, panels, window, caption) -> bool:
 def plot_shaping_lambda(runs, domains, path) -> bool:
   """Reward shaping's final test pass@1 and distinct correct strategies against λ
   (the λs trained on its row's budget, `records.shaping_by_lambda`), with Poly-EPO
-  (no λ) as a band, one row per domain; False (no plot) when λ was not swept."""
+  (no λ) as a band, one row per domain where λ was swept; False (no plot) when none."""
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
   shaping = {d: records.shaping_by_lambda(runs, d) for d in domains}
-  if max(len(group) for group in shaping.values()) < 2:
+  domains = [d for d in domains if len(shaping[d]) >= 2]   # the domains where λ was swept
+  if not domains:
     return False
   panels = [("pass@1", "test pass@1"), ("distinct_correct", "distinct correct (test)")]
   fig, axes = plt.subplots(len(domains), len(panels), figsize=(5 * len(panels),

@@ -141,6 +141,25 @@ def test_lambda_table_judges_every_lambda_against_poly_epo():
                              "multiplication") is None
 
 
+def test_the_lambda_plot_draws_only_the_domains_where_lambda_was_swept(tmp_path):
+  from experiments import plots
+  import matplotlib.image
+  poly = _tested(_run("p", "poly_epo", "set_rl", 1e-4, [8] * P), 10, 3)
+  shaping = [_tested(_run(f"rs-{lam}", "reward_shaping", "reward_shaping", 1e-4, [9] * P,
+                          lam=lam)._replace(sweep=i), 16 - 4 * i, 1 + i) for i, lam in
+             enumerate((0.1, 1.0))]
+  other = _tested(_run("g", "grpo", "grpo", 1e-5, [8] * P, domain="polynomial_roots"), 12, 1)
+  both = str(tmp_path / "both.png")
+  assert plots.plot_shaping_lambda([poly, *shaping, other], ["multiplication",
+                                                            "polynomial_roots"], both)
+  one = str(tmp_path / "one.png")
+  assert plots.plot_shaping_lambda([poly, *shaping], ["multiplication"], one)
+  # One row of panels either way: the domain without a λ sweep draws none.
+  assert matplotlib.image.imread(both).shape == matplotlib.image.imread(one).shape
+  assert not plots.plot_shaping_lambda([poly, shaping[0], other],
+                                       ["multiplication", "polynomial_roots"], both)
+
+
 def test_load_runs_numbers_the_sweep_directories(tmp_path):
   for sweep_dir, name in (("final", "rs-0.3"), ("lambda", "rs-1")):
     workdir = tmp_path / sweep_dir / "runs" / name
