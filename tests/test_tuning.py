@@ -15,11 +15,12 @@ from polyepo import train
 P, SAMPLES = 8, 32
 
 
-def _split(correct_per_problem, seeds=2):
-  """An eval split whose every seed has `correct_per_problem` correct samples of SAMPLES."""
+def _split(correct_per_problem, seeds=2, distinct_correct=1):
+  """An eval split whose every seed has `correct_per_problem` correct samples of SAMPLES
+  and `distinct_correct` distinct correct strategies on every problem."""
   seed = {"num_samples": SAMPLES,
           "per_problem": {"num_correct": list(correct_per_problem),
-                          "distinct_correct": [1] * P}}
+                          "distinct_correct": [distinct_correct] * P}}
   return {"mean": {"num_samples": SAMPLES, "num_problems": P}, "seeds": [seed] * seeds}
 
 
@@ -97,10 +98,7 @@ def test_a_later_sweep_adds_points_without_choosing_the_row_again():
 def _tested(run, correct, distinct_correct, seeds=2):
   """`run` with a final `test` evaluation: per problem `correct` of SAMPLES right and
   `distinct_correct` distinct correct strategies, on every seed."""
-  split = _split([correct] * P, seeds)
-  split["seeds"] = [{"num_samples": SAMPLES, "per_problem": {
-      "num_correct": [correct] * P, "distinct_correct": [distinct_correct] * P}}] * seeds
-  run.evals[-1]["test"] = split
+  run.evals[-1]["test"] = _split([correct] * P, seeds, distinct_correct)
   return run
 
 
@@ -288,7 +286,7 @@ def test_tuning_files_feed_the_knob_stage_and_the_final_sweep(tmp_path):
     sizes = [(r.overrides["train.set_size"], r.overrides["train.samples_per_prompt"])
              for r in smoke if "train.set_size" in r.overrides]
     assert sizes and all(N == max(4, 2 * n) for n, N in sizes), sweep_arg
-  assert {8} <= {n for n, _ in sizes}
+    assert 8 in {n for n, _ in sizes}, sweep_arg   # the smoke preset's N = 4 could not hold it
   # The λ sweep runs the other λs as the final comparison runs reward shaping.
   lam_runs = sweep.load_sweep("configs/sweeps/shaping_lambda.py:domains=multiplication,"
                               f"chosen={chosen_path}")
