@@ -527,30 +527,59 @@ def summary_json(runs: List[RunRecord]) -> str:
 # -- report.md -------------------------------------------------------------------
 
 
-def _invocations(events):
+def _invocations(events) -> List[Dict[str, Any]]:
   """A sweep.jsonl's events split into invocations, each from its "start" event
-  up to the next one: [(seconds, interrupted)]. An invocation without an "end"
-  event was killed; its time is counted up to its last recorded event."""
-  out, start, last = [], None, None
+  up to the next one: {"seconds", "killed", "runs", "unrecorded"}. An invocation
+  without an "end" event was killed; its time is counted up to its last recorded
+  event, and "unrecorded" says whether the run it was in may be missing (a sweep
+  stopped by Ctrl-C or SIGTERM logs its runs as interrupted; a SIGKILL does not)."""
+  out, current = [], None
 
   def close():
-    if start is not None:
-      out.append((_seconds_between(start["time"], last["time"]), True))
+    if current is not None:
+      last = current.pop("last")
+      out.append(dict(current, seconds=_seconds_between(current["start"], last["time"]),
+                      killed=True, unrecorded=not last.get("interrupted", False)))
   for event in events:
     if event["event"] == "start":
       close()
-      start = last = event
+      current = {"start": event["time"], "last": event, "runs": 0}
+    elif current is None:
+      continue
     elif event["event"] == "end":
-      out.append((event["seconds"], False))
-      start = None
+      out.append({"start": current["start"], "seconds": event["seconds"], "killed": False,
+                  "runs": current["runs"], "unrecorded": False})
+      current = None
     else:
-      last = event
+      current["last"] = event
+      current["runs"] += event["event"] == "run"
   close()
   return out
 
 
 def _seconds_between(a: str, b: str) -> float:
   return (datetime.datetime.fromisoformat(b) - datetime.datetime.fromisoformat(a)).total_seconds()
+
+
+def _run_times(events) -> str:
+  """Each run's minutes: finished runs as "name 30.0", with "(+ 12.0 before an
+  interruption)" where earlier invocations were stopped inside it; runs not
+  finished yet as "name 12.0 so far"."""
+  finished, interrupted = {}, {}
+  for e in events:
+    if e["event"] != "run":
+      continue
+    if e.get("interrupted"):
+      interrupted[e["name"]] = interrupted.get(e["name"], 0.0) + e["seconds"]
+    elif e["returncode"] == 0:
+      finished[e["name"]] = e["seconds"]
+  parts = [f"{name} {seconds / 60:.1f}"
+           + (f" (+ {interrupted[name] / 60:.1f} before an interruption)"
+              if name in interrupted else "")
+           for name, seconds in finished.items()]
+  parts += [f"{name} {seconds / 60:.1f} so far" for name, seconds in interrupted.items()
+            if name not in finished]
+  return (f"{len(finished)} runs took " + ", ".join(parts) + " min") if parts else "no run finished"
 
 
 def sweep_info(sweep_dirs: Sequence[str]) -> List[str]:
@@ -560,25 +589,27 @@ def sweep_info(sweep_dirs: Sequence[str]) -> List[str]:
   for sweep_dir in sweep_dirs:
     events = _read_jsonl(os.path.join(sweep_dir, "sweep.jsonl"))
     starts = [e for e in events if e["event"] == "start"]
-    runs = [e for e in events if e["event"] == "run" and e["returncode"] == 0]
     name = os.path.basename(os.path.normpath(sweep_dir))
     if not starts:
       lines.append(f"- `{name}`: no sweep.jsonl")
       continue
     invocations = _invocations(events)
-    wall = sum(seconds for seconds, _ in invocations)
-    interrupted = sum(killed for _, killed in invocations)
+    wall = sum(i["seconds"] for i in invocations)
+    killed = sum(i["killed"] for i in invocations)
+    idle = sum(not i["runs"] and not i["killed"] for i in invocations[1:])
+    resumed = len(invocations) - 1 - idle
     lines.append(f"- `{name}`: `{starts[0]['command']}` at commit `{starts[0]['commit']}`"
-                 + (f" (resumed {len(starts) - 1}×)" if len(starts) > 1 else ""))
+                 + (f" (resumed {resumed}×)" if resumed else "")
+                 + (f" (then {idle} invocation(s) found every run finished)" if idle else ""))
     machines = list(dict.fromkeys(start["machine"] for start in starts))
     lines.append(f"  - machine: {machines[0]}" if len(machines) == 1 else
                  "  - machines (invocations differ): " + "; ".join(machines))
     lines.append(f"  - wall time {wall / 60:.1f} min over {len(invocations)} invocation(s)"
-                 + (f" ({interrupted} interrupted, each counted up to its last finished run;"
-                    " a run's time before an interruption is not recorded)"
-                    if interrupted else "")
-                 + f"; {len(runs)} runs took " + ", ".join(
-                     f"{e['name']} {e['seconds'] / 60:.1f}" for e in runs) + " min")
+                 + (f" ({killed} interrupted, each counted up to its last record"
+                    + ("; the time of a run killed with its sweep is not recorded"
+                       if any(i["unrecorded"] for i in invocations) else "") + ")"
+                    if killed else "")
+                 + "; " + _run_times(events))
   return lines
 
 

@@ -15,7 +15,8 @@ overrides that differ between entries (`reward_shaping-multiplication-lam=0.1`).
 Every entry is checked (config file, keys, values) before anything compiles, and
 the base models and eval datasets are built once, before the runs start. Running the
 same command again resumes the sweep: finished runs are skipped, interrupted ones
-continue from their last checkpoint. A sweep directory made by a different sweep
+continue from their last checkpoint. Ctrl-C or `kill PID` stops the sweep and its
+runs, logging the time each had run. A sweep directory made by a different sweep
 is refused unless --overwrite. `SWEEP_DIR/sweep.jsonl` records the command, the
 commit, the machine and each run's wall time; `python -m experiments.report
 SWEEP_DIR` turns the directory into tables and plots.
@@ -26,6 +27,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -227,6 +229,21 @@ def run_sweep(runs: List[RunSpec], sweep_dir: str, parallel: int = 1,
              disable=not progress)
   active = {}  # name -> (process, start time, log file)
   failed = []
+  try:
+    _run_pending(pending, active, failed, sweep_dir, parallel, bar)
+  except (KeyboardInterrupt, SystemExit):
+    _stop_active(active, sweep_dir)
+    raise
+  bar.close()
+  if failed:
+    print(f"{len(failed)} run(s) failed: {', '.join(failed)}; see {sweep_dir}/logs/. "
+          "Run the same command again to retry them.", flush=True)
+  return not failed
+
+
+def _run_pending(pending, active, failed, sweep_dir, parallel, bar) -> None:
+  """Starts pending runs while fewer than `parallel` are active; logs each that ends."""
+  from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top
   while pending or active:
     while pending and len(active) < parallel:
       run = pending.pop(0)
@@ -253,11 +270,34 @@ def run_sweep(runs: List[RunSpec], sweep_dir: str, parallel: int = 1,
       if process.returncode:
         failed.append(name)
       bar.update(1)
-  bar.close()
-  if failed:
-    print(f"{len(failed)} run(s) failed: {', '.join(failed)}; see {sweep_dir}/logs/. "
-          "Run the same command again to retry them.", flush=True)
-  return not failed
+
+
+def _stop_active(active, sweep_dir: str) -> None:
+  """Stops the runs still going when the sweep is interrupted and logs each one's
+  time as an interrupted run, so the sweep's wall time counts it (the next
+  invocation resumes it from its last checkpoint)."""
+  for name, (process, start, log) in active.items():
+    process.terminate()
+    try:
+      process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+      process.kill()
+      process.wait()
+    log.close()
+    seconds = time.time() - start
+    _log(sweep_dir, {"event": "run", "name": name, "returncode": process.returncode,
+                     "seconds": round(seconds, 1), "interrupted": True})
+    print(f"interrupted {name} after {seconds / 60:.1f} min; the same command resumes it",
+          flush=True)
+
+
+def _interrupt_on_sigterm() -> None:
+  """Makes SIGTERM (`kill PID`) stop the sweep as Ctrl-C does: its runs are
+  stopped and their time logged, not left running without it."""
+  def handler(signum, frame):
+    del signum, frame
+    raise KeyboardInterrupt
+  signal.signal(signal.SIGTERM, handler)
 
 
 def main(argv):
@@ -276,6 +316,7 @@ def main(argv):
                                                          + sys.argv[1:]),
                    "commit": _commit(), "machine": machine.describe()})
   prepare_shared(runs)
+  _interrupt_on_sigterm()
   ok = run_sweep(runs, sweep_dir, _PARALLEL.value)
   _log(sweep_dir, {"event": "end", "seconds": round(time.time() - tic, 1), "ok": ok})
   print(f"sweep finished in {(time.time() - tic) / 60:.1f} min; "

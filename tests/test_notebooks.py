@@ -15,8 +15,8 @@ TINY = {
                             "EVAL_PROBLEMS, EVAL_SAMPLES = 4, 4"),
     "02_set_advantage.ipynb": "TABULAR_STEPS = 5\nSEEDS = 1",
     "03_results.ipynb": "RESULTS_DIRS = " + repr([
-        os.path.join(ROOT, "results", "testbed", f"headline-{d}")
-        for d in ("multiplication", "polynomial_roots")]),
+        os.path.join(ROOT, "results", "final", d)
+        for d in ("final-polynomial_roots", "shaping_lambda-polynomial_roots")]),
 }
 
 

@@ -4,8 +4,10 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -327,8 +329,75 @@ def test_sweep_info_counts_interrupted_invocations_up_to_their_last_run(tmp_path
   lines = report.sweep_info([str(tmp_path)])
   assert lines[0].endswith("at commit `abc` (resumed 1×)")
   assert lines[1] == "  - machines (invocations differ): EPYC; Xeon"
-  assert lines[2].startswith("  - wall time 40.0 min over 2 invocation(s) (1 interrupted, ")
-  assert lines[2].endswith("; 2 runs took a 30.0, b 10.0 min")
+  assert lines[2] == ("  - wall time 40.0 min over 2 invocation(s) (1 interrupted, each counted"
+                      " up to its last record; the time of a run killed with its sweep is not"
+                      " recorded); 2 runs took a 30.0, b 10.0 min")
   # Without the second invocation: one machine, one interrupted invocation.
   (tmp_path / "sweep.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events[:2]))
   assert report.sweep_info([str(tmp_path)])[1] == "  - machine: EPYC"
+
+
+def test_sweep_info_counts_logged_interruptions_and_not_idle_invocations(tmp_path):
+  """By hand: run b was interrupted after 300 s (logged by the sweep), resumed
+  and finished in 600 s; a third invocation found everything finished (2 s); a
+  fourth was stopped inside run c after 60 s."""
+  start = {"event": "start", "command": "python -m experiments.sweep x", "commit": "abc",
+           "machine": "EPYC"}
+  events = [
+      dict(start, time="2026-01-01T10:00:00"),
+      {"time": "2026-01-01T10:30:00", "event": "run", "name": "a", "returncode": 0,
+       "seconds": 1800.0},
+      {"time": "2026-01-01T10:35:00", "event": "run", "name": "b", "returncode": -15,
+       "seconds": 300.0, "interrupted": True},
+      dict(start, time="2026-01-02T09:00:00"),
+      {"time": "2026-01-02T09:10:00", "event": "run", "name": "b", "returncode": 0,
+       "seconds": 600.0},
+      {"time": "2026-01-02T09:10:00", "event": "end", "seconds": 600.0, "ok": True},
+      dict(start, time="2026-01-03T09:00:00"),
+      {"time": "2026-01-03T09:00:02", "event": "end", "seconds": 2.0, "ok": True}]
+  (tmp_path / "sweep.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+  lines = report.sweep_info([str(tmp_path)])
+  assert lines[0].endswith("at commit `abc` (resumed 1×) (then 1 invocation(s) found every run "
+                           "finished)")
+  assert lines[2] == ("  - wall time 45.0 min over 3 invocation(s) (1 interrupted, each counted"
+                      " up to its last record); 2 runs took a 30.0, b 10.0 (+ 5.0 before an"
+                      " interruption) min")
+  events += [dict(start, time="2026-01-04T09:00:00"),
+             {"time": "2026-01-04T09:01:00", "event": "run", "name": "c", "returncode": -15,
+              "seconds": 60.0, "interrupted": True}]
+  (tmp_path / "sweep.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+  lines = report.sweep_info([str(tmp_path)])
+  assert "(resumed 2×)" in lines[0]
+  assert lines[2].startswith("  - wall time 46.0 min over 4 invocation(s) (2 interrupted, ")
+  assert lines[2].endswith("b 10.0 (+ 5.0 before an interruption), c 1.0 so far min")
+
+
+def test_an_interrupted_sweep_stops_its_runs_and_logs_their_time(tmp_path, monkeypatch):
+  """SIGTERM to the sweep (as `kill PID` sends) stops the run it started and logs
+  it as interrupted, instead of leaving it running without its sweep."""
+  (tmp_path / "logs").mkdir()
+  started = []
+  real_popen = subprocess.Popen
+
+  def popen(command, **kwargs):  # a run that would outlive the test by far
+    del command
+    started.append(real_popen([sys.executable, "-c", "import time; time.sleep(120)"], **kwargs))
+    return started[-1]
+  monkeypatch.setattr(subprocess, "Popen", popen)
+  previous = signal.getsignal(signal.SIGTERM)
+  sweep._interrupt_on_sigterm()  # pylint: disable=protected-access
+  timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGTERM))
+  timer.start()
+  try:
+    with pytest.raises(KeyboardInterrupt):
+      sweep.run_sweep([sweep.RunSpec("a", "configs/grpo.py", "size=smoke", {}),
+                       sweep.RunSpec("b", "configs/grpo.py", "size=smoke", {})],
+                      str(tmp_path), progress=False)
+  finally:
+    timer.cancel()
+    signal.signal(signal.SIGTERM, previous)
+  assert len(started) == 1 and started[0].poll() is not None  # b never started; a stopped
+  events = [json.loads(l) for l in open(tmp_path / "sweep.jsonl")]
+  assert [(e["event"], e["name"], e["interrupted"]) for e in events] == [("run", "a", True)]
+  assert 1.5 <= events[0]["seconds"] <= 30
+  assert not sweep.is_finished(str(tmp_path / "runs" / "a"))
