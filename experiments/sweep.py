@@ -230,7 +230,32 @@ def run_sweep(runs: List[RunSpec], sweep_dir: str, parallel: int = 1,
   active = {}  # name -> (process, start time, log file)
   failed = []
   try:
-    _run_pending(pending, active, failed, sweep_dir, parallel, bar)
+    while pending or active:
+      while pending and len(active) < parallel:
+        run = pending.pop(0)
+        workdir = os.path.join(sweep_dir, "runs", run.name)
+        log = open(os.path.join(sweep_dir, "logs", f"{run.name}.log"), "a")
+        command = [sys.executable, "-m", "experiments.synthetic", *run.flags(),
+                   f"--workdir={workdir}", "--resume"]
+        log.write(f"$ {' '.join(command)}\n")
+        log.flush()
+        process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        active[run.name] = (process, time.time(), log)
+        tqdm.write(f"start {run.name} (log: {log.name})")
+      time.sleep(0.5)
+      for name, (process, start, log) in list(active.items()):
+        if process.poll() is None:
+          continue
+        seconds = time.time() - start
+        log.close()
+        del active[name]
+        _log(sweep_dir, {"event": "run", "name": name, "returncode": process.returncode,
+                         "seconds": round(seconds, 1)})
+        status = "done" if process.returncode == 0 else f"FAILED (exit {process.returncode})"
+        tqdm.write(f"{status} {name} in {seconds / 60:.1f} min")
+        if process.returncode:
+          failed.append(name)
+        bar.update(1)
   except (KeyboardInterrupt, SystemExit):
     _stop_active(active, sweep_dir)
     raise
@@ -239,37 +264,6 @@ def run_sweep(runs: List[RunSpec], sweep_dir: str, parallel: int = 1,
     print(f"{len(failed)} run(s) failed: {', '.join(failed)}; see {sweep_dir}/logs/. "
           "Run the same command again to retry them.", flush=True)
   return not failed
-
-
-def _run_pending(pending, active, failed, sweep_dir, parallel, bar) -> None:
-  """Starts pending runs while fewer than `parallel` are active; logs each that ends."""
-  from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top
-  while pending or active:
-    while pending and len(active) < parallel:
-      run = pending.pop(0)
-      workdir = os.path.join(sweep_dir, "runs", run.name)
-      log = open(os.path.join(sweep_dir, "logs", f"{run.name}.log"), "a")
-      command = [sys.executable, "-m", "experiments.synthetic", *run.flags(),
-                 f"--workdir={workdir}", "--resume"]
-      log.write(f"$ {' '.join(command)}\n")
-      log.flush()
-      process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-      active[run.name] = (process, time.time(), log)
-      tqdm.write(f"start {run.name} (log: {log.name})")
-    time.sleep(0.5)
-    for name, (process, start, log) in list(active.items()):
-      if process.poll() is None:
-        continue
-      seconds = time.time() - start
-      log.close()
-      del active[name]
-      _log(sweep_dir, {"event": "run", "name": name, "returncode": process.returncode,
-                       "seconds": round(seconds, 1)})
-      status = "done" if process.returncode == 0 else f"FAILED (exit {process.returncode})"
-      tqdm.write(f"{status} {name} in {seconds / 60:.1f} min")
-      if process.returncode:
-        failed.append(name)
-      bar.update(1)
 
 
 def _stop_active(active, sweep_dir: str) -> None:
@@ -294,10 +288,7 @@ def _stop_active(active, sweep_dir: str) -> None:
 def _interrupt_on_sigterm() -> None:
   """Makes SIGTERM (`kill PID`) stop the sweep as Ctrl-C does: its runs are
   stopped and their time logged, not left running without it."""
-  def handler(signum, frame):
-    del signum, frame
-    raise KeyboardInterrupt
-  signal.signal(signal.SIGTERM, handler)
+  signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 def main(argv):
