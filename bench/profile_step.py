@@ -1,6 +1,6 @@
 """Where the real RL train step spends its time, phase by phase.
 
-  python -m bench.profile_step [--domain multiplication] [--repeats 5]
+  python -m bench.profile_step [--domain multiplication] [--repeats 5] [--ops 12]
 
 The step is the main job's (configs/poly_epo.py, default size: 16 prompts x 16
 samples, up to 64 response tokens, the exact Poly-EPO advantage with sets of 4,
@@ -23,6 +23,12 @@ and timed (median after a warm-up):
 and the whole step (one compiled `run_chunk` of one step) next to their sum.
 The decode's cost per step is split into a fixed part (the same loop decoding
 one row) and a per-row part (the rest, over the other B x N - 1 rows).
+
+With --ops K, the update of one minibatch (forward, backward, optimiser) is also
+traced with the JAX profiler and its time split by XLA operation: matmuls (dots,
+and the fusions built around one), data movement (copies, transposes, slices,
+pads, broadcasts) and the rest (element-wise work and reductions), then its K
+slowest operations with their output shapes (`bench.timing.xla_op_seconds`).
 """
 
 import argparse
@@ -33,14 +39,15 @@ import jax
 import jax.numpy as jnp
 
 import envs
-from bench.timing import median_seconds
+from bench.timing import median_seconds, xla_op_seconds
 from configs import poly_epo
 from experiments import build
 from polyepo import losses, model, pretrain, sampling, train
 
 
-def phases(domain: str, repeats: int):
-  """{phase: seconds}, and a dict describing the step."""
+def phases(domain: str, repeats: int, ops: bool = False):
+  """{phase: seconds}, and a dict describing the step (with ops, also "update":
+  one minibatch's update timed whole and by XLA operation)."""
   config = poly_epo.get_config(f"domain={domain}")
   train_config, _ = build.rl_settings(config)
   train_config = dataclasses.replace(train_config, steps_per_chunk=1)
@@ -115,6 +122,13 @@ def phases(domain: str, repeats: int):
   whole = time(run_chunk, state, params)
   info = dict(B=B, N=N, T=T, P=distinct.shape[1], M=M, whole=whole,
               fixed_ms=1e3 * fixed, per_row_us=1e6 * per_row)
+  if ops:
+    @jax.jit
+    def update(params, opt_state, *minibatch):
+      return apply(params, opt_state, jax.grad(loss_fn)(params, *minibatch))
+
+    info["update"] = (time(update, params, opt_state, *mb),
+                      xla_op_seconds(update, (params, opt_state) + mb, repeats))
   return seconds, info
 
 
@@ -122,8 +136,11 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--domain", default="multiplication")
   parser.add_argument("--repeats", type=int, default=5)
+  parser.add_argument("--ops", type=int, default=0, metavar="K",
+                      help="also split one minibatch's update by XLA operation and list "
+                           "its K slowest operations")
   args = parser.parse_args()
-  seconds, info = phases(args.domain, args.repeats)
+  seconds, info = phases(args.domain, args.repeats, ops=bool(args.ops))
   total = sum(seconds.values())
   print(f"{args.domain}: {info['B']} prompts x {info['N']} samples, prompt {info['P']} + "
         f"response {info['T']} tokens, {info['M']} minibatches")
@@ -135,6 +152,25 @@ def main():
   print(f"decode step: {info['fixed_ms']:.3f} ms fixed + {info['per_row_us']:.2f} us per row "
         f"({info['B'] * info['N']} rows: "
         f"{info['fixed_ms'] * info['T']:.0f} ms fixed of {1e3 * seconds['decode']:.0f} ms)")
+  if args.ops:
+    print_ops(*info["update"], args.ops)
+
+
+def print_ops(wall, ops, top):
+  """The op-level split of one minibatch's update (see the module doc)."""
+  total = sum(op.seconds for op in ops)
+  print(f"\nupdate of one minibatch: {1e3 * wall:.1f} ms wall, {1e3 * total:.1f} ms in XLA "
+        f"operations (they can overlap on the cores; the wall time also holds the gaps)")
+  by_class = {}
+  for op in ops:
+    by_class[op.kind] = by_class.get(op.kind, 0.0) + op.seconds
+  print(f"{'class':<14}{'ms':>9}{'share':>8}{'ops':>6}")
+  for kind, s in sorted(by_class.items(), key=lambda kv: -kv[1]):
+    count = sum(op.kind == kind for op in ops)
+    print(f"{kind:<14}{1e3 * s:>9.1f}{s / total:>8.0%}{count:>6}")
+  print(f"{'op':<34}{'ms':>8}  {'class':<13}output")
+  for op in sorted(ops, key=lambda op: -op.seconds)[:top]:
+    print(f"{op.name:<34}{1e3 * op.seconds:>8.2f}  {op.kind:<13}{op.shape}")
 
 
 if __name__ == "__main__":

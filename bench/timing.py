@@ -1,7 +1,14 @@
 """Timing helpers shared by the benchmarks."""
 
+import collections
+import glob
+import gzip
+import json
+import re
 import statistics
+import tempfile
 import time
+from typing import NamedTuple
 
 import jax
 
@@ -26,3 +33,80 @@ def interleaved_median_seconds(fns, repeats: int):
       jax.block_until_ready(fn())
       times[name].append(time.perf_counter() - start)
   return {name: statistics.median(t) for name, t in times.items()}
+
+
+class OpTime(NamedTuple):
+  """One XLA operation of a compiled program: seconds per call, class, output shape."""
+  name: str
+  seconds: float
+  kind: str   # "matmul", "movement" or "other"
+  shape: str
+
+
+_MOVEMENT = {"parameter", "constant", "copy", "transpose", "bitcast", "reshape", "slice",
+             "dynamic-slice", "dynamic-update-slice", "pad", "concatenate", "broadcast",
+             "tuple", "get-tuple-element"}
+
+
+def _op_kinds(hlo_text):
+  """{entry instruction name: (kind, output shape)} of a compiled HLO module's text.
+
+  An operation is a matmul if it is a dot or convolution or a fusion whose
+  computation holds one; data movement if it (or every instruction of its
+  fusion) only moves data (copies, transposes, slices, pads, concatenations,
+  broadcasts); else other (element-wise work and reductions).
+  """
+  bodies, name = {}, None
+  for line in hlo_text.splitlines():
+    header = re.match(r"(?:ENTRY )?%(\S+) .*\{$", line)  # computations start unindented
+    if header:
+      name, bodies[header.group(1)] = header.group(1), []
+    elif name is not None:
+      bodies[name].append(line)
+  entry = re.search(r"^ENTRY %(\S+)", hlo_text, re.M).group(1)
+
+  def opcode(line):
+    found = re.search(r"\s([a-z][\w-]*)\(", line.split("=", 1)[1])
+    return found.group(1) if found else ""
+
+  kinds = {}
+  for line in bodies[entry]:
+    m = re.match(r"\s*(?:ROOT )?%(\S+) = (\S+) ", line)
+    if not m:
+      continue
+    code = opcode(line)
+    called = re.search(r"calls=%([\w.-]+)", line)
+    body = bodies.get(called.group(1), []) if called else []
+    codes = {opcode(l) for l in body if "=" in l} if body else {code}
+    if codes & {"dot", "convolution"}:
+      kind = "matmul"
+    elif codes <= _MOVEMENT:
+      kind = "movement"
+    else:
+      kind = "other"
+    kinds[m.group(1)] = (kind, m.group(2))
+  return kinds
+
+
+def xla_op_seconds(jitted, args, repeats: int):
+  """Seconds per call of each XLA operation of `jitted(*args)`: a list of OpTime.
+
+  Runs it `repeats` times under the JAX profiler after a warm-up and reads the
+  trace; operations of the program that took no measurable time are left out.
+  Operations on different cores can overlap, so the sum can exceed the wall time.
+  """
+  jax.block_until_ready(jitted(*args))
+  kinds = _op_kinds(jitted.lower(*args).compile().as_text())
+  with tempfile.TemporaryDirectory() as trace_dir:
+    with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
+      for _ in range(repeats):
+        jax.block_until_ready(jitted(*args))
+    path, = glob.glob(f"{trace_dir}/**/*.trace.json.gz", recursive=True)
+    with gzip.open(path) as f:
+      trace = json.load(f)
+  events = trace["traceEvents"] if isinstance(trace, dict) else trace
+  micros = collections.Counter()
+  for event in events:
+    if event.get("ph") == "X" and event.get("name") in kinds:
+      micros[event["name"]] += event.get("dur", 0)
+  return [OpTime(name, us / 1e6 / repeats, *kinds[name]) for name, us in micros.items()]
