@@ -32,6 +32,7 @@ slowest operations with their output shapes (`bench.timing.xla_op_seconds`).
 """
 
 import argparse
+import collections
 import dataclasses
 import functools
 
@@ -161,13 +162,13 @@ def print_ops(wall, ops, top):
   total = sum(op.seconds for op in ops)
   print(f"\nupdate of one minibatch: {1e3 * wall:.1f} ms wall, {1e3 * total:.1f} ms in XLA "
         f"operations (they can overlap on the cores; the wall time also holds the gaps)")
-  by_class = {}
+  seconds, count = collections.Counter(), collections.Counter()
   for op in ops:
-    by_class[op.kind] = by_class.get(op.kind, 0.0) + op.seconds
+    seconds[op.kind] += op.seconds
+    count[op.kind] += 1
   print(f"{'class':<14}{'ms':>9}{'share':>8}{'ops':>6}")
-  for kind, s in sorted(by_class.items(), key=lambda kv: -kv[1]):
-    count = sum(op.kind == kind for op in ops)
-    print(f"{kind:<14}{1e3 * s:>9.1f}{s / total:>8.0%}{count:>6}")
+  for kind, s in seconds.most_common():
+    print(f"{kind:<14}{1e3 * s:>9.1f}{s / total:>8.0%}{count[kind]:>6}")
   print(f"{'op':<34}{'ms':>8}  {'class':<13}output")
   for op in sorted(ops, key=lambda op: -op.seconds)[:top]:
     print(f"{op.name:<34}{1e3 * op.seconds:>8.2f}  {op.kind:<13}{op.shape}")

@@ -95,12 +95,13 @@ def xla_op_seconds(jitted, args, repeats: int):
   trace; operations of the program that took no measurable time are left out.
   Operations on different cores can overlap, so the sum can exceed the wall time.
   """
-  jax.block_until_ready(jitted(*args))
-  kinds = _op_kinds(jitted.lower(*args).compile().as_text())
+  compiled = jitted.lower(*args).compile()  # the program traced is the one classified
+  kinds = _op_kinds(compiled.as_text())
+  jax.block_until_ready(compiled(*args))
   with tempfile.TemporaryDirectory() as trace_dir:
     with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
       for _ in range(repeats):
-        jax.block_until_ready(jitted(*args))
+        jax.block_until_ready(compiled(*args))
     path, = glob.glob(f"{trace_dir}/**/*.trace.json.gz", recursive=True)
     with gzip.open(path) as f:
       trace = json.load(f)

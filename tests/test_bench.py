@@ -11,9 +11,8 @@ def test_xla_op_seconds_classifies_matmuls_data_movement_and_the_rest():
   b = jnp.ones((128, 64))
   program = jax.jit(lambda a, b: (jnp.dot(a, b).T, jnp.sin(a).sum(axis=0)))
   kinds = timing._op_kinds(program.lower(a, b).compile().as_text())
-  by_kind = {kind: shape for kind, shape in kinds.values()}
-  assert "f32[256,64]" in by_kind["matmul"] or "f32[64,256]" in by_kind["matmul"]
-  assert {"matmul", "other"} <= set(by_kind)
+  assert any(k == "matmul" and s.startswith(("f32[256,64]", "f32[64,256]"))
+             for k, s in kinds.values())
   assert any(k == "other" and s.startswith("f32[128]") for k, s in kinds.values())
   ops = timing.xla_op_seconds(program, (a, b), repeats=2)
   assert ops and {op.name for op in ops} <= set(kinds)
