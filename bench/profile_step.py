@@ -16,7 +16,8 @@ and timed (median after a warm-up):
   advantages   the per-prompt advantages
   ref logp     teacher-forced log-probs under the base model (only when
                kl_coef > 0: the KL term; not part of the default step)
-  forward      the loss of every minibatch (teacher-forced forward)
+  forward      the loss of every minibatch (teacher-forced forward), over its
+               micro-batches (`TrainConfig.microbatch_rows`) as the step does
   backward     its gradient (value_and_grad minus forward)
   optimiser    clipping + AdamW update of every minibatch
 
@@ -24,7 +25,7 @@ and the whole step (one compiled `run_chunk` of one step) next to their sum.
 The decode's cost per step is split into a fixed part (the same loop decoding
 one row) and a per-row part (the rest, over the other B x N - 1 rows).
 
-With --ops K, the update of one minibatch (forward, backward, optimiser) is also
+With --ops K, the forward and backward pass of one micro-batch is also
 traced with the JAX profiler and its time split by XLA operation: matmuls (dots,
 and the fusions built around one), data movement (copies, transposes, slices,
 pads, broadcasts) and the rest (element-wise work and reductions), then its K
@@ -78,17 +79,32 @@ def phases(domain: str, repeats: int, ops: bool = False):
                                                                samples_per_prompt=N))
   optimizer = train.make_optimizer(train_config)
   opt_state = optimizer.init(params)
-  groups, rows = B // M, B * N // M
-  mb = (distinct[:groups], out.tokens[:rows], out.mask[:rows], out.logprobs[:rows], adv[:rows])
+  groups = B // M
+  by_group = lambda x: x[:groups * N].reshape((groups, N) + x.shape[1:])
+  mb = ({"prompts": distinct[:groups], "tokens": by_group(out.tokens),
+         "mask": by_group(out.mask), "old_logp": by_group(out.logprobs), "adv": by_group(adv)},)
   loss_config = losses.PGLossConfig(train_config.eps_low, train_config.eps_high,
                                     train_config.aggregation)
+  num_micro = groups // train.microbatch_groups(train_config.microbatch_rows, groups, N)
 
-  def loss_fn(p, prompts, tokens, mask, old_logp, adv):
-    logp = model.sequence_logprobs(p, model_config, prompts, tokens, mask,
-                                   samples_per_prompt=N)
-    return losses.clipped_pg_loss(logp, old_logp, adv, mask, loss_config)[0]
+  def micro_loss(p, g, totals):
+    rows = lambda x: x.reshape((-1,) + x.shape[2:])
+    logp = model.sequence_logprobs(p, model_config, g["prompts"], rows(g["tokens"]),
+                                   rows(g["mask"]), samples_per_prompt=N)
+    return losses.clipped_pg_loss(logp, rows(g["old_logp"]), rows(g["adv"]), rows(g["mask"]),
+                                  loss_config, totals=totals)[0]
 
-  grads = jax.grad(loss_fn)(params, *mb)
+  def minibatch(fn):
+    """fn of each micro-batch, summed over the minibatch as polyepo.train does."""
+    def over_minibatch(p, minibatch):
+      totals = losses.batch_totals(minibatch["mask"].reshape(-1, T))
+      return train.accumulate(lambda p, g: fn(p, g, totals), p, minibatch, num_micro)
+    return over_minibatch
+
+  loss_fn = minibatch(micro_loss)
+  value_and_grad_fn = minibatch(jax.value_and_grad(micro_loss))
+
+  grads = value_and_grad_fn(params, *mb)[1]
 
   def apply(params, opt_state, grads):
     updates, opt_state = optimizer.update(grads, opt_state, params)
@@ -105,7 +121,7 @@ def phases(domain: str, repeats: int, ops: bool = False):
   fixed = (row_full - row_prefill) / (T - 1)
   per_row = ((full - prefill) / (T - 1) - fixed) / (B * N - 1)
   forward = time(jax.jit(loss_fn), params, *mb)
-  forward_backward = time(jax.jit(jax.value_and_grad(loss_fn)), params, *mb)
+  forward_backward = time(jax.jit(value_and_grad_fn), params, *mb)
   seconds = {
       "prompts": time(jax.jit(lambda k: env.prompt_tokens(env.sample_problems(k, env_params, B))),
                       key),
@@ -124,12 +140,13 @@ def phases(domain: str, repeats: int, ops: bool = False):
   info = dict(B=B, N=N, T=T, P=distinct.shape[1], M=M, whole=whole,
               fixed_ms=1e3 * fixed, per_row_us=1e6 * per_row)
   if ops:
-    @jax.jit
-    def update(params, opt_state, *minibatch):
-      return apply(params, opt_state, jax.grad(loss_fn)(params, *minibatch))
-
-    info["update"] = (time(update, params, opt_state, *mb),
-                      xla_op_seconds(update, (params, opt_state) + mb, repeats))
+    # One micro-batch's forward and backward, compiled alone: the profiler does
+    # not see the operations inside the step's loop over micro-batches.
+    micro = jax.tree.map(lambda x: x[::num_micro], mb[0])
+    totals = losses.batch_totals(mb[0]["mask"].reshape(-1, T))
+    one = jax.jit(lambda p, g: jax.value_and_grad(micro_loss)(p, g, totals))
+    info["update"] = (time(one, params, micro), xla_op_seconds(one, (params, micro), repeats),
+                      micro["mask"].shape[0] * N)
   return seconds, info
 
 
@@ -157,11 +174,12 @@ def main():
     print_ops(*info["update"], args.ops)
 
 
-def print_ops(wall, ops, top):
-  """The op-level split of one minibatch's update (see the module doc)."""
+def print_ops(wall, ops, rows, top):
+  """The op-level split of one micro-batch's forward and backward (see the module doc)."""
   total = sum(op.seconds for op in ops)
-  print(f"\nupdate of one minibatch: {1e3 * wall:.1f} ms wall, {1e3 * total:.1f} ms in XLA "
-        f"operations (they can overlap on the cores; the wall time also holds the gaps)")
+  print(f"\nforward and backward of one micro-batch ({rows} responses): {1e3 * wall:.1f} ms "
+        f"wall, {1e3 * total:.1f} ms in XLA operations (they can overlap on the cores; the "
+        f"wall time also holds the gaps)")
   seconds, count = collections.Counter(), collections.Counter()
   for op in ops:
     seconds[op.kind] += op.seconds

@@ -74,11 +74,23 @@ def preset_phases(repeats, matmul_dtype="float32"):
     return jax.vmap(lambda r, l: advantages.polychromic_advantage(r, l, 4))(rewards, labels)
 
   def update(params, opt_state, out, adv):
-    def loss_fn(p):
-      logp = model.sequence_logprobs(p, config, distinct, out.tokens, out.mask,
-                                     samples_per_prompt=SAMPLES)
-      return losses.clipped_pg_loss(logp, out.logprobs, adv.reshape(-1), out.mask)[0]
-    grads = jax.grad(loss_fn)(params)
+    # As polyepo.train does: the gradient accumulated over micro-batches of
+    # whole groups (TrainConfig.microbatch_rows), each loss divided by the
+    # whole batch's totals, so the sum is the batch's loss.
+    totals = losses.batch_totals(out.mask)
+    groups = {"prompts": distinct, "adv": adv}
+    groups.update((name, x.reshape(PROMPTS, SAMPLES, -1)) for name, x in
+                  (("tokens", out.tokens), ("mask", out.mask), ("old_logp", out.logprobs)))
+
+    def loss_fn(p, g):
+      rows = lambda x: x.reshape((-1,) + x.shape[2:])
+      logp = model.sequence_logprobs(p, config, g["prompts"], rows(g["tokens"]),
+                                     rows(g["mask"]), samples_per_prompt=SAMPLES)
+      return losses.clipped_pg_loss(logp, rows(g["old_logp"]), rows(g["adv"]), rows(g["mask"]),
+                                    totals=totals)[0]
+
+    micro = train.microbatch_groups(train.TrainConfig.microbatch_rows, PROMPTS, SAMPLES)
+    grads = train.accumulate(jax.grad(loss_fn), params, groups, PROMPTS // micro)
     updates, opt_state = optimizer.update(grads, opt_state, params)
     return optax.apply_updates(params, updates), opt_state
 

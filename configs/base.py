@@ -42,6 +42,8 @@ from polyepo import loop, train
 #   temperature        rollout temperature
 #   num_epochs         μ: passes over each step's rollouts
 #   num_minibatches    minibatches per pass (each holds whole groups; divides B)
+#   microbatch_rows    responses per micro-batch of the update (gradient
+#                      accumulated over whole groups; 0: the whole minibatch)
 #   learning_rate      AdamW learning rate (after warm-up)
 #   warmup_steps       linear warm-up steps
 #   weight_decay       AdamW weight decay

@@ -14,7 +14,7 @@ is over). With γ = λ = 1, Â_t = G - V_t, the return minus the value.
 Everything here is written for ONE response of T tokens; vmap over responses.
 """
 
-from typing import Tuple
+from typing import Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -74,7 +74,8 @@ def gae(rewards: jax.Array, values: jax.Array, mask: jax.Array, gamma: float,
 
 
 def value_loss(values: jax.Array, old_values: jax.Array, returns: jax.Array,
-               mask: jax.Array, clip: float = 0.0) -> jax.Array:
+               mask: jax.Array, clip: float = 0.0,
+               num_tokens: Optional[jax.Array] = None) -> jax.Array:
   """PPO's (clipped) squared-error value loss, mean over the masked tokens.
 
     ℓ_t = ½ max((V_t - R_t)², (V_old,t + clip(V_t - V_old,t, -ε, ε) - R_t)²)
@@ -88,6 +89,9 @@ def value_loss(values: jax.Array, old_values: jax.Array, returns: jax.Array,
     returns: f32[..., T] targets R_t.
     mask: bool[..., T] tokens that count.
     clip: ε >= 0 (static).
+    num_tokens: the denominator of the mean, default mask.sum(); a micro-batch
+      passes its whole batch's, so that the micro-batches' losses sum to the
+      batch's (`polyepo.losses.Totals`).
 
   Returns:
     f32[].
@@ -101,7 +105,9 @@ def value_loss(values: jax.Array, old_values: jax.Array, returns: jax.Array,
     clipped = old_values + jnp.clip(values - old_values, -clip, clip)
     loss = jnp.maximum(loss, jnp.square(clipped - returns))
   m = mask.astype(jnp.float32)
-  return 0.5 * jnp.sum(loss * m) / jnp.maximum(jnp.sum(m), 1.0)
+  if num_tokens is None:
+    num_tokens = jnp.sum(m)
+  return 0.5 * jnp.sum(loss * m) / jnp.maximum(num_tokens, 1.0)
 
 
 def explained_variance(values: jax.Array, returns: jax.Array, mask: jax.Array) -> jax.Array:

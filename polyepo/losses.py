@@ -33,17 +33,44 @@ class PGLossConfig(NamedTuple):
   kl_coef: float = 0.0
 
 
-def aggregate(values: jax.Array, mask: jax.Array, aggregation: str) -> jax.Array:
-  """Reduces per-token values f32[B, T] under mask bool[B, T] to a scalar."""
+class Totals(NamedTuple):
+  """What `aggregate` divides by: a batch's real tokens and its responses.
+
+  Passing the totals of a whole batch when aggregating a slice of it makes the
+  slices' aggregates (and their gradients) sum to the batch's: gradient
+  accumulation over micro-batches computes the batch's loss exactly.
+
+  Attributes:
+    tokens: f32[], real tokens (mask.sum()).
+    sequences: f32[], responses (mask.shape[0]).
+  """
+  tokens: jax.Array
+  sequences: jax.Array
+
+
+def batch_totals(mask: jax.Array) -> Totals:
+  """The Totals of a batch whose real tokens are mask bool[B, T]."""
+  return Totals(jnp.sum(mask, dtype=jnp.float32), jnp.asarray(mask.shape[0], jnp.float32))
+
+
+def aggregate(values: jax.Array, mask: jax.Array, aggregation: str,
+              totals: Optional[Totals] = None) -> jax.Array:
+  """Reduces per-token values f32[B, T] under mask bool[B, T] to a scalar.
+
+  totals: the batch's (`batch_totals`) when values and mask are a slice of it;
+  default: those of mask itself.
+  """
   _checks.one_of("aggregation", aggregation, AGGREGATIONS)
+  if totals is None:
+    totals = batch_totals(mask)
   mask = mask.astype(jnp.float32)
   masked = values * mask
   if aggregation == "token_mean":
-    return jnp.sum(masked) / jnp.maximum(jnp.sum(mask), 1.0)
+    return jnp.sum(masked) / jnp.maximum(totals.tokens, 1.0)
   if aggregation == "sequence_mean":
     per_sequence = jnp.sum(masked, -1) / jnp.maximum(jnp.sum(mask, -1), 1.0)
-    return jnp.mean(per_sequence)
-  return jnp.mean(jnp.sum(masked, -1) / values.shape[-1])
+    return jnp.sum(per_sequence) / totals.sequences
+  return jnp.sum(jnp.sum(masked, -1) / values.shape[-1]) / totals.sequences
 
 
 def kl_k3(logprobs: jax.Array, ref_logprobs: jax.Array) -> jax.Array:
@@ -74,6 +101,7 @@ def clipped_pg_loss(
     mask: jax.Array,
     config: PGLossConfig = PGLossConfig(),
     ref_logprobs: Optional[jax.Array] = None,
+    totals: Optional[Totals] = None,
 ) -> Tuple[jax.Array, Dict[str, jax.Array]]:
   """PPO/GRPO clipped surrogate loss at the token level, plus optional KL.
 
@@ -89,6 +117,9 @@ def clipped_pg_loss(
     config: clipping, aggregation and KL weight.
     ref_logprobs: f32[B, T] log-probs under the reference policy; required when
       config.kl_coef > 0.
+    totals: when the B responses are a micro-batch of a larger batch, that
+      batch's `batch_totals`: the micro-batches' losses and metrics then sum to
+      the batch's. Default: the totals of `mask`.
 
   Returns:
     (loss f32[], metrics) with metrics "pg_loss", "kl", "clip_fraction" (share
@@ -117,11 +148,11 @@ def clipped_pg_loss(
   ratio = jnp.exp(log_ratio)
   clipped = jnp.clip(ratio, 1.0 - config.eps_low, 1.0 + config.eps_high)
   surrogate = jnp.minimum(ratio * advantages, clipped * advantages)
-  pg_loss = aggregate(-surrogate, mask, config.aggregation)
+  pg_loss = aggregate(-surrogate, mask, config.aggregation, totals)
 
   if ref_logprobs is not None:
     kl = aggregate(kl_k3(logprobs, jax.lax.stop_gradient(ref_logprobs)), mask,
-                   config.aggregation)
+                   config.aggregation, totals)
   else:
     kl = jnp.zeros((), jnp.float32)
   loss = pg_loss + config.kl_coef * kl
@@ -134,9 +165,9 @@ def clipped_pg_loss(
   metrics = {
       "pg_loss": pg_loss,
       "kl": kl,
-      "clip_fraction": aggregate(is_clipped.astype(jnp.float32), mask, "token_mean"),
-      "ratio_mean": aggregate(jax.lax.stop_gradient(ratio), mask, "token_mean"),
+      "clip_fraction": aggregate(is_clipped.astype(jnp.float32), mask, "token_mean", totals),
+      "ratio_mean": aggregate(jax.lax.stop_gradient(ratio), mask, "token_mean", totals),
       "approx_kl_old": aggregate(
-          jax.lax.stop_gradient(kl_k3(old_logprobs, logprobs)), mask, "token_mean"),
+          jax.lax.stop_gradient(kl_k3(old_logprobs, logprobs)), mask, "token_mean", totals),
   }
   return loss, metrics

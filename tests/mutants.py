@@ -62,10 +62,16 @@ MUTANTS = (
            ("tests/test_losses.py",),
            "k3 of the wrong direction, KL(π_ref || π)"),
     Mutant("sequence_sum_divides_by_length", "polyepo/losses.py",
-           "return jnp.mean(jnp.sum(masked, -1) / values.shape[-1])",
-           "return jnp.mean(jnp.sum(masked, -1) / jnp.maximum(jnp.sum(mask, -1), 1.0))",
+           "return jnp.sum(jnp.sum(masked, -1) / values.shape[-1]) / totals.sequences",
+           "return jnp.sum(jnp.sum(masked, -1) / jnp.maximum(jnp.sum(mask, -1), 1.0)) "
+           "/ totals.sequences",
            ("tests/test_losses.py",),
            "Dr. GRPO's sequence_sum divides by each response's length instead of T"),
+    Mutant("micro_batch_divides_by_its_own_tokens", "polyepo/losses.py",
+           "return jnp.sum(masked) / jnp.maximum(totals.tokens, 1.0)",
+           "return jnp.sum(masked) / jnp.maximum(jnp.sum(mask), 1.0)",
+           ("tests/test_losses.py",),
+           "token_mean ignores the batch's totals: micro-batches no longer sum to the batch"),
     # -- polyepo/sampling.py -----------------------------------------------------
     Mutant("sampler_reuses_step0_uniforms", "polyepo/sampling.py",
            "token = inverse_cdf_sample(logp, uniforms[t])",

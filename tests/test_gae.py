@@ -76,6 +76,17 @@ def test_value_loss_plain_and_clipped():
   np.testing.assert_allclose(grad, [-0.5, 0.0, 0.0])
 
 
+def test_value_loss_of_a_slice_with_the_batch_token_count():
+  """The token count of the whole batch as denominator: the two slices' losses
+  (token 0 alone: 1² / 2 / 2; tokens 1-2: 0) add up to the batch's 0.25."""
+  values, old = jnp.array([1.0, 3.0, 7.0]), jnp.array([0.0, 3.0, 0.0])
+  returns, mask = jnp.array([2.0, 3.0, 0.0]), jnp.array([True, True, False])
+  first = gae_lib.value_loss(values[:1], old[:1], returns[:1], mask[:1], num_tokens=2.0)
+  rest = gae_lib.value_loss(values[1:], old[1:], returns[1:], mask[1:], num_tokens=2.0)
+  assert (float(first), float(rest)) == (0.25, 0.0)
+  assert float(gae_lib.value_loss(values[:1], old[:1], returns[:1], mask[:1])) == 0.5
+
+
 def test_explained_variance():
   returns = jnp.array([0.0, 1.0, 1.0, 0.0, 5.0])
   mask = jnp.array([True, True, True, True, False])

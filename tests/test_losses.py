@@ -183,3 +183,33 @@ def test_kl_term_against_direct_computation(aggregation):
             "sequence_mean": mask / mask.sum(1, keepdims=True) / 2,
             "sequence_sum": mask / 3 / 2}[aggregation]
   np.testing.assert_allclose(grad, beta * (1 - r) * weight, atol=1e-6)
+
+
+@pytest.mark.parametrize("aggregation", losses.AGGREGATIONS)
+def test_micro_batches_with_the_batch_totals_sum_to_the_batch(aggregation):
+  """Split into slices of rows, each aggregated with the whole batch's totals,
+  the losses, metrics and gradients add up to the batch's (gradient accumulation)."""
+  k = iter(jax.random.split(jax.random.key(0), 5))
+  logp = jax.random.uniform(next(k), (6, 5), minval=-3.0, maxval=-0.1)
+  old = logp + 0.4 * jax.random.normal(next(k), (6, 5))   # off-policy: some tokens clip
+  ref = logp + 0.3 * jax.random.normal(next(k), (6, 5))
+  adv = jax.random.normal(next(k), (6,))
+  mask = jnp.arange(5)[None] < jnp.array([5, 3, 1, 4, 5, 2])[:, None]
+  cfg = losses.PGLossConfig(eps_low=0.2, eps_high=0.28, aggregation=aggregation, kl_coef=0.3)
+  totals = losses.batch_totals(mask)
+  assert (float(totals.tokens), float(totals.sequences)) == (20.0, 6.0)
+
+  def loss(lp, rows, totals=None):
+    return losses.clipped_pg_loss(lp, old[rows], adv[rows], mask[rows], cfg, ref[rows], totals)
+
+  (whole, whole_m), whole_g = jax.value_and_grad(loss, has_aux=True)(logp, slice(None))
+  parts = [jax.value_and_grad(loss, has_aux=True)(logp[rows], rows, totals)
+           for rows in (slice(0, 2), slice(2, 3), slice(3, 6))]
+  assert float(whole_m["clip_fraction"]) > 0
+  assert float(sum(p[0][0] for p in parts)) == pytest.approx(float(whole), abs=1e-6)
+  for name, value in whole_m.items():
+    assert float(sum(p[0][1][name] for p in parts)) == pytest.approx(float(value), abs=1e-6)
+  np.testing.assert_allclose(jnp.concatenate([p[1] for p in parts]), whole_g, atol=1e-7)
+  # Without the batch's totals a slice is aggregated as a batch of its own.
+  alone = loss(logp[:2], slice(0, 2))[0]
+  assert float(alone) != pytest.approx(float(parts[0][0][0]))

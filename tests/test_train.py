@@ -208,6 +208,35 @@ def test_seed_batches_match_all_seeds_vmapped(setup):
   assert not np.allclose(results[0][1]["entropy"][0], results[0][1]["entropy"][2])
 
 
+@pytest.mark.parametrize("change", [
+    dict(),
+    dict(estimator="grpo", aggregation="sequence_mean"),
+    pytest.param(dict(estimator="ppo", aggregation="sequence_sum"), marks=pytest.mark.slow),
+])
+def test_micro_batches_give_the_minibatch_update(setup, change):
+  """Accumulating each minibatch's gradient over micro-batches of one group
+  moves the policy as the whole minibatch at once does (float rounding apart).
+  Without a KL term: its gradient is zero at the first step but not its float
+  rounding, which Adam divides by a tiny second moment (the loss-level test of
+  totals covers the KL term)."""
+  config = dataclasses.replace(TINY, prompts_per_step=4, num_minibatches=2, num_steps=2,
+                               **change)
+  rows = config.samples_per_prompt
+  results = [_run(setup, dataclasses.replace(config, microbatch_rows=r), _keys(1, offset=5))
+             for r in (0, rows)]
+  close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+  jax.tree.map(close, results[0][0].params, results[1][0].params)
+  jax.tree.map(close, results[0][1], results[1][1])
+  assert np.any(np.asarray(results[0][1]["loss"]) != 0)  # a non-trivial update was compared
+
+
+def test_microbatch_groups_fit_the_rows():
+  # 8 groups of 16 responses: 32 rows hold 2 groups, 40 rows still 2, 100 rows 4
+  # (6 does not divide 8), fewer rows than a group still 1; 0 means all 8.
+  assert [train.microbatch_groups(r, 8, 16) for r in (32, 40, 100, 5, 0)] == [2, 2, 4, 1, 8]
+  assert train.microbatch_groups(48, 6, 16) == 3
+
+
 # -- validation: each error names the field ---------------------------------------
 
 
@@ -234,6 +263,7 @@ def test_seed_batches_match_all_seeds_vmapped(setup):
     (dict(warmup_steps=-1), "warmup_steps must be >= 0, got -1"),
     (dict(weight_decay=-0.1), "weight_decay must be >= 0, got -0.1"),
     (dict(grad_clip=0.0), "grad_clip must be > 0, got 0.0"),
+    (dict(microbatch_rows=-1), "microbatch_rows must be >= 0, got -1"),
     (dict(samples_per_prompt=32, set_size=8, objective="srl"),
      r"objective='srl' has no closed form and C\(N, n\) = 10518300 .* set num_subsets"),
     (dict(estimator="poly_ppo", vine_window=0), "vine_window must be >= 1, got 0"),
