@@ -3,7 +3,8 @@
 One compiled step does all of it: sample B prompts -> N rollouts each -> reward
 and strategy label from the environment -> per-prompt advantages by the
 configured estimator -> μ epochs of the clipped policy-gradient loss over
-minibatches -> optax update. The critic estimators ("ppo", "poly_ppo") add a
+minibatches (each gradient accumulated over micro-batches, `accumulate`) ->
+optax update. The critic estimators ("ppo", "poly_ppo") add a
 value head (`polyepo.value_head`) and token-level advantages: Poly-PPO also
 samples vines from rollout states of the N rollouts (`polyepo.vines`) and
 gives set advantages at those states, GAE elsewhere (`polyepo.poly_ppo`); the
