@@ -4,7 +4,8 @@ The run learns (the toy choice task, whose rewards depend on the prompt), so
 the comparison covers real, reward-driven updates. What is compared: every
 metric of the first two steps, which both layouts compute from the same
 parameters (step 1's update is zero: the learning rate warms up from 0), among
-them the loss and the gradient norm of step 2's real update; then both layouts
+them the loss and the gradient norm of step 2's real update, accumulated over
+two micro-batches of two groups each, which span the devices; then both layouts
 must learn the task. Parameters after updates are not compared: Adam's first
 steps move each parameter by about ±lr whatever its gradient's size, so a
 gradient component at rounding level (~1e-9) comes out with either sign and two
@@ -32,8 +33,9 @@ SCRIPT = textwrap.dedent("""
     mc = pretrain.model_config_for(env, width=32, num_layers=1, num_heads=2)
     base = model.init_params(jax.random.key(0), mc)
     config = train.TrainConfig(prompts_per_step=4, samples_per_prompt=8, set_size=4,
-                               num_minibatches=1, num_steps=10, steps_per_chunk=10,
-                               learning_rate=1e-2, warmup_steps=1, kl_coef=0.1)
+                               num_minibatches=1, microbatch_rows=16, num_steps=10,
+                               steps_per_chunk=10, learning_rate=1e-2, warmup_steps=1,
+                               kl_coef=0.1)
     keys = jnp.zeros((2, 2), jnp.uint32).at[1, 1].set(7)
     mesh = train.make_mesh(0, config.prompts_per_step)
     assert mesh is not None and mesh.shape["data"] == 4
