@@ -6,7 +6,9 @@ Prints the median over repeats (after a warm-up call) of
   * sampled tokens/s: `polyepo.sampling.sample`, fixed length (no early stop),
     temperature 1, prompts prefilled in one pass;
   * training tokens/s: one jitted Adam step of next-token cross-entropy on the
-    response tokens (`polyepo.model.sequence_logprobs`);
+    response tokens (`polyepo.model.sequence_logprobs`), its gradient accumulated
+    over micro-batches of --microbatch_rows sequences as the RL update does, and
+    the same step on the whole batch at once;
 and each as model FLOP/s over the peak measured in this process (median time
 of a 2048^3 float32 matmul), i.e. a CPU "MFU".
 
@@ -34,6 +36,7 @@ import optax
 from bench.timing import median_seconds
 from polyepo import model
 from polyepo import sampling
+from polyepo import train
 
 
 def matmul_peak(size=2048, repeats=10, matmul_dtype="float32"):
@@ -83,16 +86,20 @@ def bench_sampling(config, params, batch, prompt_len, steps, repeats):
       config, batch, prompt_len, steps) / seconds
 
 
-def bench_training(config, params, batch, prompt_len, steps, repeats):
+def bench_training(config, params, batch, prompt_len, steps, repeats, microbatch_rows=0):
+  """Training throughput; the gradient accumulated over micro-batches of
+  `microbatch_rows` sequences as `polyepo.train` does (0: the batch at once)."""
   optimizer = optax.adam(3e-3)
+  num_micro = batch // train.microbatch_groups(microbatch_rows, batch, 1)
 
-  def loss_fn(params, prompts, responses, mask):
-    logp = model.sequence_logprobs(params, config, prompts, responses, mask)
-    return -jnp.sum(logp) / jnp.sum(mask)
+  def loss_fn(params, micro, count):
+    logp = model.sequence_logprobs(params, config, *micro)
+    return -jnp.sum(logp) / count
 
   @functools.partial(jax.jit, donate_argnums=(0, 1))
   def train_step(params, opt_state, prompts, responses, mask):
-    loss, grads = jax.value_and_grad(loss_fn)(params, prompts, responses, mask)
+    grad_fn = jax.value_and_grad(functools.partial(loss_fn, count=jnp.sum(mask)))
+    loss, grads = train.accumulate(grad_fn, params, (prompts, responses, mask), num_micro)
     updates, opt_state = optimizer.update(grads, opt_state, params)
     return optax.apply_updates(params, updates), opt_state, loss
 
@@ -120,6 +127,8 @@ def main():
   parser.add_argument("--prompt_len", type=int, default=16)
   parser.add_argument("--response_len", type=int, default=64)
   parser.add_argument("--repeats", type=int, default=5)
+  parser.add_argument("--microbatch_rows", type=int, default=train.TrainConfig.microbatch_rows,
+                      help="training: sequences per micro-batch (also timed without)")
   parser.add_argument("--num_kv_heads", type=int, default=None,
                       help="override the default config (e.g. 4 for MHA)")
   args = parser.parse_args()
@@ -139,12 +148,14 @@ def main():
   tok_s, flop_s = bench_sampling(config, params, b, p, t, args.repeats)
   print(f"sampling: {tok_s:10,.0f} sampled tokens/s  {flop_s / 1e9:6.1f} GFLOP/s"
         f"  MFU {flop_s / peak:6.1%}")
-  resp_s, all_s, masked_s, flop_s = bench_training(
-      config, params, b, p, t, args.repeats)
-  print(f"training: {resp_s:10,.0f} response tokens/s ({all_s:,.0f} tokens/s "
-        f"incl. prompt, {masked_s:,.0f} unmasked response tokens/s; "
-        f"{resp_s / (b * t):.2f} steps/s)  {flop_s / 1e9:6.1f} GFLOP/s"
-        f"  MFU {flop_s / peak:6.1%}")
+  for rows in (args.microbatch_rows, 0):
+    resp_s, all_s, masked_s, flop_s = bench_training(
+        config, params, b, p, t, args.repeats, rows)
+    print(f"training, {f'micro-batches of {rows}' if rows else 'the batch at once'}: "
+          f"{resp_s:10,.0f} response tokens/s ({all_s:,.0f} tokens/s "
+          f"incl. prompt, {masked_s:,.0f} unmasked response tokens/s; "
+          f"{resp_s / (b * t):.2f} steps/s)  {flop_s / 1e9:6.1f} GFLOP/s"
+          f"  MFU {flop_s / peak:6.1%}")
   peak_after = matmul_peak()
   print(f"matmul peak again: {peak_after / 1e9:8.1f} GFLOP/s "
         f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
