@@ -211,7 +211,8 @@ def accumulate(fn: Callable, params, batch, num_micro: int):
   """The sum of `fn(params, micro)` over `num_micro` micro-batches of `batch`.
 
   Micro-batch c holds rows c, c + C, c + 2C, ... of every leaf's leading axis
-  (strided, so that each spans the devices a sharded axis is spread over); they
+  (strided: on an axis sharded in blocks over devices, a micro-batch is spread
+  over several of them instead of sitting on one); they
   run in a `lax.scan`, so their activations are live one micro-batch at a time.
   With fn = jax.value_and_grad(loss) and each micro-batch's loss divided by the
   whole batch's totals (`polyepo.losses.Totals`), this is the batch's loss and

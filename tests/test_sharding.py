@@ -5,7 +5,7 @@ the comparison covers real, reward-driven updates. What is compared: every
 metric of the first two steps, which both layouts compute from the same
 parameters (step 1's update is zero: the learning rate warms up from 0), among
 them the loss and the gradient norm of step 2's real update, accumulated over
-two micro-batches of two groups each, which span the devices; then both layouts
+two micro-batches of two groups each on the four-device mesh; then both layouts
 must learn the task. Parameters after updates are not compared: Adam's first
 steps move each parameter by about ±lr whatever its gradient's size, so a
 gradient component at rounding level (~1e-9) comes out with either sign and two
