@@ -122,7 +122,7 @@ SEED_BATCHES = ((2, 4), (4, 4), (8, 8), (16, 16), (8, 32))  # (prompts, samples)
 def seeds_ratio(num_seeds, repeats, prompts, samples):
   """Seconds per step of S seeds trained four ways, timed in turn.
 
-  vmapped: one program, all S seeds vmapped (seed_batch_size=0); mapped: one
+  vmapped: one program, all S seeds vmapped (seed_batch_size=S); mapped: one
   program, seeds one at a time (seed_batch_size=1, `lax.map`); sequential: S
   single-seed programs run one after another; combined: one seed with S times
   the prompts. The last is the ceiling of any seed batching: S seeds in one
@@ -134,12 +134,12 @@ def seeds_ratio(num_seeds, repeats, prompts, samples):
   config = pretrain.model_config_for(env)
   base = model.init_params(jax.random.key(0), config)
 
-  def make(num_prompts, seeds, seed_batch_size=0):
+  def make(num_prompts, seeds, seed_batch_size=None):
     train_config = train.TrainConfig(estimator="set_rl", prompts_per_step=num_prompts,
                                      samples_per_prompt=samples, set_size=2,
                                      num_minibatches=1, steps_per_chunk=1, num_steps=1)
     return train.make_train(train_config, config, env, env_params, num_seeds=seeds,
-                            seed_batch_size=seed_batch_size)
+                            seed_batch_size=seed_batch_size or seeds)
 
   keys = jnp.arange(2 * num_seeds, dtype=jnp.uint32).reshape(num_seeds, 2)
   (init_s, run_s), (_, run_m) = make(prompts, num_seeds), make(prompts, num_seeds, 1)
@@ -288,7 +288,7 @@ def main():
   if not args.seeds_table:
     return
   print(f"\ntrain step (multiplication, default model), seconds per step of {args.seeds} seeds:"
-        f"\n  vmapped / mapped (seed_batch_size=0 / 1) in one program, sequential single-seed"
+        f"\n  vmapped / mapped (seed_batch_size=S / 1) in one program, sequential single-seed"
         f"\n  programs, and one seed with {args.seeds}x the prompts (combined); speed-ups over"
         f"\n  sequential, the last the ceiling of any seed batching.")
   print(f"{'per seed':>12}{'vmapped':>9}{'mapped':>8}{'sequential':>12}{'combined':>10}"

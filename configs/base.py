@@ -68,9 +68,10 @@ from polyepo import loop, train
 #
 # config.run: the fields of polyepo.loop.RunSettings, at its defaults except the
 # size presets below:
-#   num_seeds          seeds trained together (vmapped)
-#   seed_batch_size    seeds computed at once: 0 = all; k runs batches of k
-#                      (on a 2-core CPU, 1 is 1.1-1.4x faster for large batches)
+#   num_seeds          seeds trained together in one program
+#   seed_batch_size    seeds computed at once: k runs batches of k (vmapped);
+#                      0 = by platform: all on an accelerator, one at a time on
+#                      a CPU (on 2 cores 1.1-1.4x faster for large batches)
 #   seed               base seed
 #   eval_every         evaluate on the validation/test/ood splits every k steps
 #                      (0: start/end)

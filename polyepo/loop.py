@@ -37,8 +37,9 @@ class RunSettings:
   them and overrides only the size presets).
 
   Attributes:
-    num_seeds: S seeds trained together (vmapped).
-    seed_batch_size: seeds computed at once (0 = all S; see train.make_train).
+    num_seeds: S seeds trained together in one program.
+    seed_batch_size: seeds computed at once (0 = by platform: all S on an
+      accelerator, one at a time on a CPU; see train.make_train).
     seed: base seed; seed s uses fold_in(PRNGKey(seed), s).
     eval_every: evaluate every this many steps (a multiple of steps_per_chunk;
       0 = only at the start and the end).

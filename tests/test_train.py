@@ -41,11 +41,11 @@ def _keys(num_seeds, offset=0):
   return jnp.arange(offset, offset + 2 * num_seeds, dtype=jnp.uint32).reshape(num_seeds, 2)
 
 
-def _run(setup, config, keys, env=None, policy=None):
+def _run(setup, config, keys, env=None, policy=None, seed_batch_size=0):
   """Trains num_seeds = len(keys) seeds for one chunk from `policy` (default: base)."""
   default_env, params, mc, base = setup
   init, run_chunk = train.make_train(config, mc, env or default_env, params,
-                                     num_seeds=keys.shape[0])
+                                     num_seeds=keys.shape[0], seed_batch_size=seed_batch_size)
   return run_chunk(init(base if policy is None else policy, keys), base)
 
 
@@ -177,8 +177,8 @@ def test_equal_rewards_give_no_nan_and_no_update(setup, estimator, extra):
 @pytest.mark.slow
 def test_same_seed_same_run_and_seeds_are_independent(setup):
   keys = _keys(2, offset=3)
-  s1, m1 = _run(setup, TINY, keys)
-  s2, m2 = _run(setup, TINY, keys)
+  s1, m1 = _run(setup, TINY, keys, seed_batch_size=2)  # vmapped
+  s2, m2 = _run(setup, TINY, keys, seed_batch_size=2)
   jax.tree.map(np.testing.assert_array_equal, m1, m2)
   jax.tree.map(np.testing.assert_array_equal, s1.params, s2.params)
   assert float(np.max(m1["reward"])) > 0  # the runs did learn something to compare
@@ -191,13 +191,21 @@ def test_same_seed_same_run_and_seeds_are_independent(setup):
   assert not np.allclose(m1["entropy"][0], m1["entropy"][1])
 
 
+def test_the_default_seed_batch_follows_the_platform(monkeypatch):
+  """seed_batch_size=0: one seed at a time on a CPU, all at once elsewhere."""
+  monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+  assert train.default_seed_batch_size(5) == 1
+  monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+  assert train.default_seed_batch_size(5) == 5
+
+
 @pytest.mark.slow
 def test_seed_batches_match_all_seeds_vmapped(setup):
   """3 seeds in batches of 2 (one batch plus a remainder of 1) = all 3 vmapped."""
   env, params, mc, base = setup
   keys = _keys(3)
   results = []
-  for seed_batch_size in (0, 2):
+  for seed_batch_size in (3, 2):
     init, run_chunk = train.make_train(TINY, mc, env, params, num_seeds=3,
                                        seed_batch_size=seed_batch_size)
     state, metrics = run_chunk(init(base, keys), base)
@@ -382,7 +390,8 @@ def test_poly_ppo_with_vines_on_a_real_domain_is_deterministic_and_logs_its_stat
   base = model.init_params(jax.random.key(1), mc)
   config = dataclasses.replace(TINY, estimator="poly_ppo", num_vine_states=2, vine_samples=3,
                                steps_per_chunk=1, learning_rate=1e-3)
-  init, run_chunk = train.make_train(config, mc, env, env_params, num_seeds=2)
+  init, run_chunk = train.make_train(config, mc, env, env_params, num_seeds=2,
+                                     seed_batch_size=2)  # vmapped: vines stop together
   state = init(base, _keys(2, offset=5))
   s1, m1 = run_chunk(state, base)
   s2, m2 = run_chunk(state, base)
