@@ -32,6 +32,7 @@ the environment's demonstration of it.
 
 import dataclasses
 import json
+import math
 import os
 from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
@@ -41,6 +42,7 @@ import optax
 
 from polyepo import _checks, checkpoint, forced, splits
 from polyepo import model as model_lib
+from polyepo import train as train_lib
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +73,9 @@ class PretrainConfig:
     grad_clip: global-norm gradient clipping.
     steps_per_chunk: steps per compiled `lax.scan` chunk (host sees metrics
       between chunks).
+    microbatch_rows: each step's gradient is accumulated over micro-batches of
+      at most this many demonstrations (0: the whole batch at once), the same
+      loss and gradient to float rounding; not part of the cache key.
   """
   mixture: Tuple[float, ...]
   slip_rate: float
@@ -85,6 +90,12 @@ class PretrainConfig:
   weight_decay: float = 0.01
   grad_clip: float = 1.0
   steps_per_chunk: int = 50
+  microbatch_rows: int = 32
+
+
+# Fields that change how a base model is computed but not what it is (to float
+# rounding): left out of its cache key.
+COMPUTE_FIELDS = ("microbatch_rows",)
 
 
 def validate(config: PretrainConfig, strategy_names: Sequence[str]) -> None:
@@ -111,7 +122,7 @@ def validate(config: PretrainConfig, strategy_names: Sequence[str]) -> None:
   for name in ("num_steps", "batch_size", "steps_per_chunk"):
     _checks.at_least(name, getattr(config, name), 1)
   _checks.greater_than("learning_rate", config.learning_rate, 0)
-  for name in ("warmup_steps", "weight_decay"):
+  for name in ("warmup_steps", "weight_decay", "microbatch_rows"):
     _checks.at_least(name, getattr(config, name), 0)
   if not 0 <= config.end_lr_ratio <= 1:
     raise ValueError(f"end_lr_ratio must be in [0, 1], got {config.end_lr_ratio}.")
@@ -183,6 +194,19 @@ def corpus_batch(env, env_params, key: jax.Array, batch_size: int,
     in_opening = jnp.arange(responses.shape[1]) < length[:, None]
     mask &= in_opening if part == "opening" else ~in_opening
   return env.prompt_tokens(problems), responses, mask, strategies
+
+
+def num_microbatches(part_rows: Sequence[int], microbatch_rows: int) -> int:
+  """The fewest micro-batches C that divide every part's rows and hold at most
+  `microbatch_rows` rows in all (the most that divide them all, if none is
+  that small); 1 when microbatch_rows is 0. A micro-batch takes 1 / C of each part.
+  """
+  if not microbatch_rows:
+    return 1
+  common = math.gcd(*part_rows)
+  total = sum(part_rows)
+  divisors = [c for c in range(1, common + 1) if common % c == 0]
+  return next((c for c in divisors if total <= c * microbatch_rows), common)
 
 
 class Stage(NamedTuple):
@@ -264,23 +288,31 @@ def make_pretrain(config: PretrainConfig, model_config: model_lib.TransformerCon
                           config.mixture, config.slip_rate, part="continuation")
     return [skewed[:3], replay[:3]]
 
-  def mean_logp(params, prompts, responses, mask):
+  def mean_logp(params, prompts, responses, mask, count):
+    """Sums over the part's trained tokens, divided by `count` (the whole
+    batch's trained tokens of this part): of log-probs and of probabilities."""
     # The model reads every token of the response (its mask marks real tokens);
     # `mask` picks the ones trained.
     real = response_mask(responses, env.eos_id)
     logp = jnp.where(mask, model_lib.sequence_logprobs(params, model_config, prompts,
                                                        responses, real), 0.0)
-    count = jnp.maximum(jnp.sum(mask), 1)
     return jnp.sum(logp) / count, jnp.sum(jnp.where(mask, jnp.exp(logp), 0.0)) / count
 
-  def loss_fn(params, parts):
-    means = [mean_logp(params, *part) for part in parts]
+  def loss_fn(params, parts_and_counts):
+    parts, counts = parts_and_counts
+    means = [mean_logp(params, *part, count) for part, count in zip(parts, counts)]
     return -sum(m for m, _ in means), means[0][1]
 
   def train_step(state, _):
     batch_key = jax.random.fold_in(state.key, state.step)
-    (loss, token_prob), grads = jax.value_and_grad(loss_fn, has_aux=True)(
-        state.params, batches(batch_key))
+    parts = batches(batch_key)
+    counts = [jnp.maximum(jnp.sum(mask), 1) for _, _, mask in parts]
+    num_micro = num_microbatches([len(part[0]) for part in parts], config.microbatch_rows)
+    # Each micro-batch's counts are the whole batch's: the sum over micro-batches
+    # is the batch's loss and gradient.
+    (loss, token_prob), grads = train_lib.accumulate(
+        lambda p, micro: jax.value_and_grad(loss_fn, has_aux=True)(p, (micro, counts)),
+        state.params, parts, num_micro)
     updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     metrics = {"loss": loss, "token_prob": token_prob, "learning_rate": schedule(state.step)}
@@ -325,6 +357,22 @@ def pretrain(config: PretrainConfig, model_config: model_lib.TransformerConfig, 
   return params
 
 
+def cache_key_fields(description: Dict[str, Any], model_config: model_lib.TransformerConfig,
+                     config: PretrainConfig, seed: int) -> Dict[str, Any]:
+  """What identifies a base model: hashed into its cache key, saved as its config.json.
+
+  Leaves out what changes only how it is computed (`COMPUTE_FIELDS`, and the
+  default float32 matmuls), so that those settings find the same cached model.
+  """
+  model_fields = dataclasses.asdict(model_config)
+  if model_fields["matmul_dtype"] == "float32":  # the default compute is implied
+    del model_fields["matmul_dtype"]
+  pretrain_fields = {k: v for k, v in dataclasses.asdict(config).items()
+                     if k not in COMPUTE_FIELDS}
+  return {"env": description, "model": model_fields, "pretrain": pretrain_fields,
+          "seed": seed}
+
+
 def base_model(env, env_params, *, description: Dict[str, Any],
                model_config: model_lib.TransformerConfig, config: PretrainConfig,
                seed: int, checkpoint_dir: str = "", cache_dir: str = "",
@@ -347,11 +395,7 @@ def base_model(env, env_params, *, description: Dict[str, Any],
   Returns:
     (params, directory, trained): trained is False when restored.
   """
-  model_fields = dataclasses.asdict(model_config)
-  if model_fields["matmul_dtype"] == "float32":  # the default compute is implied
-    del model_fields["matmul_dtype"]
-  key_fields = {"env": description, "model": model_fields,
-                "pretrain": dataclasses.asdict(config), "seed": seed}
+  key_fields = cache_key_fields(description, model_config, config, seed)
   directory = checkpoint_dir or os.path.join(
       checkpoint.cache_root(cache_dir), "base",
       f"{description.get('name', 'env')}-{checkpoint.config_hash(key_fields)}")

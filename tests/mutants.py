@@ -72,7 +72,18 @@ MUTANTS = (
            "return jnp.sum(masked) / jnp.maximum(jnp.sum(mask), 1.0)",
            ("tests/test_losses.py",),
            "token_mean ignores the batch's totals: micro-batches no longer sum to the batch"),
-    # -- polyepo/sampling.py -----------------------------------------------------
+    Mutant("pretrain_micro_batch_divides_by_its_own_tokens", "polyepo/pretrain.py",
+           "means = [mean_logp(params, *part, count) for part, count in zip(parts, counts)]",
+           "means = [mean_logp(params, *part, jnp.maximum(jnp.sum(part[2]), 1)) "
+           "for part, count in zip(parts, counts)]",
+           ("tests/test_pretrain.py::test_micro_batches_give_the_batch_step",),
+           "a pretraining micro-batch's mean ignores the batch's token counts"),
+    # -- polyepo/model.py, polyepo/sampling.py ------------------------------------
+    Mutant("grown_cache_prepends_its_slots", "polyepo/model.py",
+           "return jnp.pad(x, [(0, extra if a == axis else 0) for a in range(x.ndim)])",
+           "return jnp.pad(x, [(extra if a == axis else 0, 0) for a in range(x.ndim)])",
+           ("tests/test_sampling.py::test_a_growing_cache_gives_the_same_rollout",),
+           "a growing cache puts its new slots before the filled ones"),
     Mutant("sampler_reuses_step0_uniforms", "polyepo/sampling.py",
            "token = inverse_cdf_sample(logp, uniforms[t])",
            "token = inverse_cdf_sample(logp, uniforms[0])",

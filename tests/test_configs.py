@@ -83,9 +83,10 @@ def test_the_main_job_runs_with_the_values_it_always_had():
                                              num_kv_heads=1, mlp_ratio=4, activation="relu")
   assert config.base.pretrain.to_dict() == dict(
       mixture=(1.0, 1.0, 1.5, 2.0, 1.5, 3.0, 3.0, 2.0), slip_rate=0.05, num_steps=1350,
-      preference_mixture=(50.0, 20.0, 12.0, 8.0, 5.0, 2.0, 1.0, 0.01), preference_steps=150,
+      preference_mixture=(50.0, 20.0, 12.0, 8.0, 5.0, 2.0, 1.0, 0.01), preference_steps=900,
       preference_learning_rate=3e-4, batch_size=256, learning_rate=3e-3, warmup_steps=50,
-      end_lr_ratio=0.05, weight_decay=0.01, grad_clip=1.0, steps_per_chunk=50)
+      end_lr_ratio=0.05, weight_decay=0.01, grad_clip=1.0, steps_per_chunk=50,
+      microbatch_rows=32)
   roots = pretrain_config.get_config("domain=polynomial_roots").pretrain
   assert (roots.slip_rate, roots.num_steps, roots.preference_steps,
           roots.weight_decay) == (0.1, 1000, 150, 1.0)

@@ -2,6 +2,8 @@
 validation."""
 
 import dataclasses
+import json
+import os
 
 import jax
 import jax.numpy as jnp
@@ -9,6 +11,8 @@ import numpy as np
 import pytest
 
 import envs
+from configs import pretrain as pretrain_configs
+from experiments import build
 from polyepo import forced, pretrain, splits
 
 SMALL = dict(width=32, num_layers=1, num_heads=2)
@@ -100,6 +104,7 @@ GOOD = pretrain.PretrainConfig(mixture=(3.0, 1.0, 0.0), slip_rate=0.0, num_steps
      "preference_mixture weights must be >= 0 with a positive sum"),
     (dict(preference_steps=-1), "preference_steps must be >= 0, got -1"),
     (dict(preference_learning_rate=0.0), "preference_learning_rate must be > 0, got 0.0"),
+    (dict(microbatch_rows=-1), "microbatch_rows must be >= 0, got -1"),
 ])
 def test_validate_names_the_bad_field(change, match):
   with pytest.raises(ValueError, match=match):
@@ -200,3 +205,57 @@ def test_preference_stage_moves_the_first_token_and_keeps_the_rest(env):
   with pytest.raises(ValueError, match="stage='preference' is not run by this config"):
     pretrain.make_pretrain(dataclasses.replace(config, preference_steps=0), mc, env, params,
                            "preference")
+
+
+def test_num_microbatches_hand_values():
+  """The fewest micro-batches that divide every part and hold <= R rows in all."""
+  assert pretrain.num_microbatches([256], 32) == 8
+  assert pretrain.num_microbatches([128, 128], 32) == 8   # 16 + 16 rows each
+  assert pretrain.num_microbatches([128, 128], 0) == 1
+  assert pretrain.num_microbatches([6], 4) == 2            # 3 rows
+  assert pretrain.num_microbatches([5], 2) == 5            # 5 is prime: 1 row
+  assert pretrain.num_microbatches([7, 14], 5) == 7        # 1 + 2 rows
+  assert pretrain.num_microbatches([12, 12], 100) == 1
+
+
+@pytest.mark.parametrize("stage", ["competence", "preference"])
+def test_micro_batches_give_the_batch_step(env, stage):
+  """A step accumulated over micro-batches (each divided by the whole batch's
+  token counts) moves the model as the batch at once does: loss, token
+  probability and parameters, in both stages (the preference stage's two halves
+  are split alike)."""
+  env, params = env
+  mc = pretrain.model_config_for(env, **SMALL)
+  config = pretrain.PretrainConfig(
+      mixture=(1.0,) * 8, slip_rate=0.1, num_steps=2, batch_size=16, steps_per_chunk=2,
+      preference_mixture=(4.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5), preference_steps=2,
+      learning_rate=1e-3, preference_learning_rate=1e-3)
+  results = []
+  for rows in (0, 4):
+    init, run_chunk = pretrain.make_pretrain(
+        dataclasses.replace(config, microbatch_rows=rows), mc, env, params, stage)
+    results.append(run_chunk(init(jax.random.key(0))))
+  (whole, whole_metrics), (micro, micro_metrics) = results
+  close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+  close(whole_metrics["loss"], micro_metrics["loss"])
+  close(whole_metrics["token_prob"], micro_metrics["token_prob"])
+  jax.tree.map(close, whole.params, micro.params)
+  moved = jax.tree.leaves(jax.tree.map(lambda a, b: np.abs(a - b).max(), whole.params,
+                                       init(jax.random.key(0)).params))
+  assert max(moved) > 1e-4  # the step did move the model
+
+
+@pytest.mark.parametrize("domain", ["multiplication", "polynomial_roots"])
+def test_the_shipped_base_models_are_what_the_configs_train(domain):
+  """results/base/DOMAIN/config.json, saved when the shipped base model was
+  trained, is what configs/pretrain.py now identifies (so its cache key, the
+  README's copy commands and the sweeps find it), micro-batch size aside."""
+  config = pretrain_configs.get_config(f"domain={domain}")
+  env, _, model_config, settings = build.pretrain_settings(config)
+  fields = pretrain.cache_key_fields({"name": domain, **config.env.to_dict()}, model_config,
+                                     settings, config.seed)
+  with open(os.path.join("results", "base", domain, "config.json")) as f:
+    assert json.loads(json.dumps(fields, default=str)) == json.load(f)
+  other = dataclasses.replace(settings, microbatch_rows=settings.microbatch_rows + 1)
+  assert pretrain.cache_key_fields({"name": domain}, model_config, other, 0) == \
+      pretrain.cache_key_fields({"name": domain}, model_config, settings, 0)
