@@ -36,7 +36,7 @@ from typing import Any, Dict, List, NamedTuple, Sequence
 from absl import app, flags, logging
 
 from experiments import machine
-from polyepo import writers
+from polyepo import loop, writers
 
 _SWEEP = flags.DEFINE_string("sweep", None, "Sweep file, optionally with a config string: "
                              "configs/sweeps/headline.py:size=smoke.")
@@ -219,6 +219,12 @@ def run_sweep(runs: List[RunSpec], sweep_dir: str, parallel: int = 1,
               progress: bool = True) -> bool:
   """Runs every unfinished run; returns whether all of them succeeded."""
   from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top
+  for run in runs:  # a run started under another config is neither skipped nor resumed
+    try:
+      loop.check_resumable(os.path.join(sweep_dir, "runs", run.name),
+                           build_config(run).to_dict())
+    except ValueError as err:
+      raise ValueError(f"Run {run.name!r}: {err}") from err
   pending = []
   for run in runs:
     if is_finished(os.path.join(sweep_dir, "runs", run.name)):

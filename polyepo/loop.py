@@ -121,6 +121,48 @@ def prepare_workdir(workdir: str, resume: bool, overwrite: bool) -> None:
   os.makedirs(workdir, exist_ok=True)
 
 
+# Config fields that change how a run is computed, or where its base model is
+# cached, but not what it computes (to float rounding): a run may resume with
+# them changed. A field matches itself and every field under it.
+RESUMABLE_CHANGES = ("run.seed_batch_size", "run.num_devices", "train.microbatch_rows",
+                     "base.pretrain.microbatch_rows", "base.cache_dir", "base.report")
+
+
+def _flatten(tree, prefix=""):
+  if not isinstance(tree, dict):
+    return {prefix[:-1]: tree}
+  out = {}
+  for key, value in tree.items():
+    out.update(_flatten(value, f"{prefix}{key}."))
+  return out
+
+
+def check_resumable(workdir: str, config_record: Dict[str, Any]) -> None:
+  """Refuses to resume a run under another config than the one it started with.
+
+  Compares config_record with the run's config.json, field by field, apart
+  from RESUMABLE_CHANGES (a field that only one of them has counts as changed).
+  Raises ValueError naming each changed field with both values.
+  """
+  path = os.path.join(workdir, "config.json")
+  if not os.path.exists(path):
+    return
+  with open(path) as f:
+    started = _flatten(json.load(f))
+  now = _flatten(json.loads(json.dumps(config_record, default=str)))
+  unset = object()
+  changed = [k for k in sorted(started.keys() | now.keys())
+             if not any(k == f or k.startswith(f + ".") for f in RESUMABLE_CHANGES)
+             and started.get(k, unset) != now.get(k, unset)]
+  if changed:
+    show = lambda v: "unset" if v is unset else repr(v)
+    raise ValueError(
+        f"Run directory {workdir!r} was started with another config: "
+        + "; ".join(f"{k} {show(started.get(k, unset))} -> {show(now.get(k, unset))}"
+                    for k in changed)
+        + ". Resume it with the config it started with, or pass --overwrite to start afresh.")
+
+
 def _seed_params(params, seed: int):
   return jax.tree.map(lambda x: x[seed], params)
 
@@ -211,6 +253,8 @@ def train_and_evaluate(config: train.TrainConfig, model_config, env, env_params,
   train.validate(config)
   validate(settings, config)
   prepare_workdir(workdir, resume, overwrite)
+  if resume and config_record is not None:
+    check_resumable(workdir, config_record)
   if config_record is not None:
     with open(os.path.join(workdir, "config.json"), "w") as f:
       json.dump(config_record, f, indent=2, default=str)

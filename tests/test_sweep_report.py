@@ -135,6 +135,26 @@ def test_sweep_resumes_and_skips_finished_runs(tiny_sweep, tmp_path):
 
 
 @pytest.mark.slow
+def test_sweep_refuses_a_run_started_under_another_config(tiny_sweep, tmp_path):
+  """A finished run whose config.json differs from what the sweep would run (here:
+  another learning rate) is neither skipped nor resumed: the sweep stops first,
+  naming the run and the field."""
+  path, shared, cache = tiny_sweep
+  sweep_dir = tmp_path / "out"
+  shutil.copytree(shared, sweep_dir)
+  record = sweep_dir / "runs" / "grpo-smoke" / "config.json"
+  config = json.loads(record.read_text())
+  started = config["train"]["learning_rate"]
+  config["train"]["learning_rate"] = started * 10
+  record.write_text(json.dumps(config))
+  result = _sweep([f"--sweep={path}", f"--sweep_dir={sweep_dir}"], cache)
+  assert result.returncode != 0 and "skip " not in result.stdout
+  assert (f"Run 'grpo-smoke': Run directory '{sweep_dir / 'runs' / 'grpo-smoke'}' was started "
+          f"with another config: train.learning_rate {started * 10!r} -> {started!r}"
+          in result.stderr), result.stderr[-3000:]
+
+
+@pytest.mark.slow
 def test_sweep_refuses_a_different_sweep_in_the_same_directory(tiny_sweep, tmp_path):
   _, sweep_dir, cache = tiny_sweep
   other = tmp_path / "other.py"

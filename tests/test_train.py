@@ -8,6 +8,7 @@ prompts, or the advantage sign is flipped.
 """
 
 import dataclasses
+import json
 import os
 import types
 
@@ -462,6 +463,34 @@ def test_existing_workdir_is_refused(tmp_path):
     loop.prepare_workdir(str(workdir), resume=False, overwrite=False)
   loop.prepare_workdir(str(workdir), resume=False, overwrite=True)
   assert not (workdir / "train.jsonl").exists()
+
+
+def test_resuming_under_another_config_is_refused(tmp_path):
+  """A run resumes only under the config it started with, apart from how it is
+  computed (seed batches, micro-batches, devices) and where the base model is
+  cached; every changed field is named with both values."""
+  started = {"train": {"learning_rate": 3e-5, "microbatch_rows": 32, "set_size": 4},
+             "run": {"seed_batch_size": 0, "eval_splits": ("test", "ood")},
+             "base": {"pretrain": {"preference_steps": 150, "microbatch_rows": 32},
+                      "cache_dir": ""}}
+  (tmp_path / "config.json").write_text(json.dumps(started))
+  loop.check_resumable(str(tmp_path), started)  # the same config (tuples as saved lists)
+  compute = {"train": {**started["train"], "microbatch_rows": 0},
+             "run": {**started["run"], "seed_batch_size": 1},
+             "base": {"pretrain": {"preference_steps": 150, "microbatch_rows": 16},
+                      "cache_dir": "/elsewhere"}}
+  loop.check_resumable(str(tmp_path), compute)
+  science = {**started, "train": {**started["train"], "learning_rate": 1e-4},
+             "base": {**started["base"], "pretrain": {"preference_steps": 900,
+                                                      "microbatch_rows": 32}}}
+  with pytest.raises(ValueError, match=r"another config: base.pretrain.preference_steps 150 "
+                                       r"-> 900; train.learning_rate 3e-05 -> 0.0001\. .*"
+                                       r"--overwrite"):
+    loop.check_resumable(str(tmp_path), science)
+  added = {**started, "train": {**started["train"], "lam": 0.3}}
+  with pytest.raises(ValueError, match=r"train.lam unset -> 0.3"):
+    loop.check_resumable(str(tmp_path), added)
+  loop.check_resumable(str(tmp_path / "fresh"), science)  # nothing started there
 
 
 # -- the host loop: checkpoints and resume ---------------------------------------
