@@ -436,8 +436,9 @@ def grow_cache(cache: KVCache, capacity: int) -> KVCache:
 
   Attention reads every slot of the cache, filled or not, so a decoder that
   grows its cache as it goes reads fewer slots than one allocated at full
-  length; the empty slots are masked, so the logits are the same to float
-  rounding.
+  length. The new slots lie after every query so far (the causal mask hides
+  them) and are written before they are read, so the logits are the same to
+  float rounding.
   """
   extra = capacity - cache.capacity
   if extra < 0:

@@ -21,8 +21,8 @@ function of the key. The KV cache starts at the prompt plus `cache_block`
 slots and grows by `cache_block` slots between phases of the loop
 (`model.grow_cache`): attention reads every slot of the cache, filled or not,
 so this reads about half the slots of a cache allocated at full length (a
-rollout 1.07-1.15x faster on 2 cores), with the same rollout to float rounding. `sample` is pure: wrap it in
-`jax.jit` (static: config, max_new_tokens, early_stop) and `jax.vmap` it freely
+rollout 1.07-1.15x faster on 2 cores), with the same rollout to float rounding.
+`sample` is pure: wrap it in `jax.jit` (static: config, max_new_tokens, early_stop) and `jax.vmap` it freely
 (e.g. over keys). `make_sampler` does the wrapping for a fixed setting.
 
 Sampling distribution. Logits are divided by the temperature, then optionally
