@@ -86,9 +86,10 @@ def bench_sampling(config, params, batch, prompt_len, steps, repeats):
       config, batch, prompt_len, steps) / seconds
 
 
-def bench_training(config, params, batch, prompt_len, steps, repeats, microbatch_rows=0):
+def bench_training(config, params, batch, prompt_len, steps, repeats, microbatch_rows):
   """Training throughput; the gradient accumulated over micro-batches of
-  `microbatch_rows` sequences as `polyepo.train` does (0: the batch at once)."""
+  `microbatch_rows` sequences as `polyepo.train` does (`batch` or more: the
+  batch at once)."""
   optimizer = optax.adam(3e-3)
   num_micro = batch // train.microbatch_groups(microbatch_rows, batch, 1)
 
@@ -127,8 +128,9 @@ def main():
   parser.add_argument("--prompt_len", type=int, default=16)
   parser.add_argument("--response_len", type=int, default=64)
   parser.add_argument("--repeats", type=int, default=5)
-  parser.add_argument("--microbatch_rows", type=int, default=train.TrainConfig.microbatch_rows,
-                      help="training: sequences per micro-batch (also timed without)")
+  parser.add_argument("--microbatch_rows", type=int, default=0,
+                      help="training: sequences per micro-batch (0: by platform, as "
+                           "polyepo.train; the batch at once is timed too)")
   parser.add_argument("--num_kv_heads", type=int, default=None,
                       help="override the default config (e.g. 4 for MHA)")
   args = parser.parse_args()
@@ -148,10 +150,11 @@ def main():
   tok_s, flop_s = bench_sampling(config, params, b, p, t, args.repeats)
   print(f"sampling: {tok_s:10,.0f} sampled tokens/s  {flop_s / 1e9:6.1f} GFLOP/s"
         f"  MFU {flop_s / peak:6.1%}")
-  for rows in (args.microbatch_rows, 0):
+  rows = args.microbatch_rows or train.default_microbatch_rows(b)
+  for rows in dict.fromkeys((min(rows, b), b)):  # micro-batches, then at once
     resp_s, all_s, masked_s, flop_s = bench_training(
         config, params, b, p, t, args.repeats, rows)
-    print(f"training, {f'micro-batches of {rows}' if rows else 'the batch at once'}: "
+    print(f"training, {f'micro-batches of {rows}' if rows < b else 'the batch at once'}: "
           f"{resp_s:10,.0f} response tokens/s ({all_s:,.0f} tokens/s "
           f"incl. prompt, {masked_s:,.0f} unmasked response tokens/s; "
           f"{resp_s / (b * t):.2f} steps/s)  {flop_s / 1e9:6.1f} GFLOP/s"

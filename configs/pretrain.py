@@ -82,8 +82,10 @@ MODEL_FIELDS = ("width", "num_layers", "num_heads", "num_kv_heads", "mlp_ratio",
 #   grad_clip        global-norm clipping
 #   steps_per_chunk  steps per compiled chunk (progress granularity)
 #   microbatch_rows  gradient accumulated over micro-batches of at most this many
-#                    demonstrations (0: the batch at once); the same model to
-#                    float rounding, so not part of the base model's cache key
+#                    demonstrations (batch_size or more: all at once; 0: by
+#                    platform, 32 on a CPU, the whole batch on an accelerator);
+#                    the same model to float rounding, so not part of the base
+#                    model's cache key
 
 
 def get_config(arg=None):

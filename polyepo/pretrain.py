@@ -74,8 +74,9 @@ class PretrainConfig:
     steps_per_chunk: steps per compiled `lax.scan` chunk (host sees metrics
       between chunks).
     microbatch_rows: each step's gradient is accumulated over micro-batches of
-      at most this many demonstrations (0: the whole batch at once), the same
-      loss and gradient to float rounding; not part of the cache key.
+      at most this many demonstrations (the batch size or more: the whole batch
+      at once; 0: by platform, `polyepo.train.default_microbatch_rows`), the
+      same loss and gradient to float rounding; not part of the cache key.
   """
   mixture: Tuple[float, ...]
   slip_rate: float
@@ -90,7 +91,7 @@ class PretrainConfig:
   weight_decay: float = 0.01
   grad_clip: float = 1.0
   steps_per_chunk: int = 50
-  microbatch_rows: int = 32
+  microbatch_rows: int = 0
 
 
 # Fields that change how a base model is computed but not what it is (to float
@@ -199,12 +200,12 @@ def corpus_batch(env, env_params, key: jax.Array, batch_size: int,
 def num_microbatches(part_rows: Sequence[int], microbatch_rows: int) -> int:
   """The fewest micro-batches C that divide every part's rows and hold at most
   `microbatch_rows` rows in all (the most that divide them all, if none is
-  that small); 1 when microbatch_rows is 0. A micro-batch takes 1 / C of each part.
+  that small); microbatch_rows 0 is `polyepo.train.default_microbatch_rows`. A
+  micro-batch takes 1 / C of each part.
   """
-  if not microbatch_rows:
-    return 1
   common = math.gcd(*part_rows)
   total = sum(part_rows)
+  microbatch_rows = microbatch_rows or train_lib.default_microbatch_rows(total)
   divisors = [c for c in range(1, common + 1) if common % c == 0]
   return next((c for c in divisors if total <= c * microbatch_rows), common)
 

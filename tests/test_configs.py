@@ -68,7 +68,7 @@ def test_the_main_job_runs_with_the_values_it_always_had():
       estimator="set_rl", normalize=True, normalize_over="prompt", lam=0.0,
       objective="polychromic", set_size=4,
       num_subsets=0, prompts_per_step=16, samples_per_prompt=16, temperature=1.0,
-      num_epochs=1, num_minibatches=2, microbatch_rows=32, learning_rate=3e-5, warmup_steps=5,
+      num_epochs=1, num_minibatches=2, microbatch_rows=0, learning_rate=3e-5, warmup_steps=5,
       weight_decay=0.0,
       grad_clip=1.0, eps_low=0.2, eps_high=0.28, aggregation="token_mean", kl_coef=0.0,
       num_steps=100, steps_per_chunk=10, gamma=1.0, gae_lambda=0.95,
@@ -86,7 +86,7 @@ def test_the_main_job_runs_with_the_values_it_always_had():
       preference_mixture=(50.0, 20.0, 12.0, 8.0, 5.0, 2.0, 1.0, 0.01), preference_steps=900,
       preference_learning_rate=3e-4, batch_size=256, learning_rate=3e-3, warmup_steps=50,
       end_lr_ratio=0.05, weight_decay=0.01, grad_clip=1.0, steps_per_chunk=50,
-      microbatch_rows=32)
+      microbatch_rows=0)
   roots = pretrain_config.get_config("domain=polynomial_roots").pretrain
   assert (roots.slip_rate, roots.num_steps, roots.preference_steps,
           roots.weight_decay) == (0.1, 1000, 150, 1.0)

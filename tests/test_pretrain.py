@@ -211,11 +211,19 @@ def test_num_microbatches_hand_values():
   """The fewest micro-batches that divide every part and hold <= R rows in all."""
   assert pretrain.num_microbatches([256], 32) == 8
   assert pretrain.num_microbatches([128, 128], 32) == 8   # 16 + 16 rows each
-  assert pretrain.num_microbatches([128, 128], 0) == 1
+  assert pretrain.num_microbatches([128, 128], 256) == 1
   assert pretrain.num_microbatches([6], 4) == 2            # 3 rows
   assert pretrain.num_microbatches([5], 2) == 5            # 5 is prime: 1 row
   assert pretrain.num_microbatches([7, 14], 5) == 7        # 1 + 2 rows
   assert pretrain.num_microbatches([12, 12], 100) == 1
+
+
+def test_the_default_micro_batch_follows_the_platform(monkeypatch):
+  """microbatch_rows=0: 32 rows per micro-batch on a CPU, the whole batch elsewhere."""
+  monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+  assert pretrain.num_microbatches([128, 128], 0) == 8
+  monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+  assert pretrain.num_microbatches([128, 128], 0) == 1
 
 
 @pytest.mark.parametrize("stage", ["competence", "preference"])
@@ -231,7 +239,7 @@ def test_micro_batches_give_the_batch_step(env, stage):
       preference_mixture=(4.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5), preference_steps=2,
       learning_rate=1e-3, preference_learning_rate=1e-3)
   results = []
-  for rows in (0, 4):
+  for rows in (config.batch_size, 4):
     init, run_chunk = pretrain.make_pretrain(
         dataclasses.replace(config, microbatch_rows=rows), mc, env, params, stage)
     results.append(run_chunk(init(jax.random.key(0))))

@@ -200,6 +200,15 @@ def test_the_default_seed_batch_follows_the_platform(monkeypatch):
   assert train.default_seed_batch_size(5) == 5
 
 
+def test_the_default_micro_batch_follows_the_platform(monkeypatch):
+  """microbatch_rows=0: micro-batches of 32 responses on a CPU (8 groups of 16:
+  2 groups each), the whole minibatch elsewhere."""
+  monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+  assert train.microbatch_groups(0, 8, 16) == 2
+  monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+  assert train.microbatch_groups(0, 8, 16) == 8
+
+
 @pytest.mark.slow
 def test_seed_batches_match_all_seeds_vmapped(setup):
   """3 seeds in batches of 2 (one batch plus a remainder of 1) = all 3 vmapped."""
@@ -231,8 +240,9 @@ def test_micro_batches_give_the_minibatch_update(setup, change):
   config = dataclasses.replace(TINY, prompts_per_step=4, num_minibatches=2, num_steps=2,
                                **change)
   rows = config.samples_per_prompt
+  minibatch_rows = config.prompts_per_step // config.num_minibatches * rows
   results = [_run(setup, dataclasses.replace(config, microbatch_rows=r), _keys(1, offset=5))
-             for r in (0, rows)]
+             for r in (minibatch_rows, rows)]
   close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
   jax.tree.map(close, results[0][0].params, results[1][0].params)
   jax.tree.map(close, results[0][1], results[1][1])
@@ -241,8 +251,9 @@ def test_micro_batches_give_the_minibatch_update(setup, change):
 
 def test_microbatch_groups_fit_the_rows():
   # 8 groups of 16 responses: 32 rows hold 2 groups, 40 rows still 2, 100 rows 4
-  # (6 does not divide 8), fewer rows than a group still 1; 0 means all 8.
-  assert [train.microbatch_groups(r, 8, 16) for r in (32, 40, 100, 5, 0)] == [2, 2, 4, 1, 8]
+  # (6 does not divide 8), fewer rows than a group still 1; 128 or more all 8.
+  assert [train.microbatch_groups(r, 8, 16) for r in (32, 40, 100, 5, 128, 1000)] == \
+      [2, 2, 4, 1, 8, 8]
   assert train.microbatch_groups(48, 6, 16) == 3
 
 
