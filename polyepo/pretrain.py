@@ -202,12 +202,14 @@ def num_microbatches(part_rows: Sequence[int], microbatch_rows: int) -> int:
   `microbatch_rows` rows in all (the most that divide them all, if none is
   that small); microbatch_rows 0 is `polyepo.train.default_microbatch_rows`. A
   micro-batch takes 1 / C of each part.
+
+  The parts' rows are gcd(part_rows) groups of sum / gcd rows each (a group
+  takes the same share of every part), split as the RL update splits its
+  groups (`polyepo.train.microbatch_groups`).
   """
-  common = math.gcd(*part_rows)
-  total = sum(part_rows)
-  microbatch_rows = microbatch_rows or train_lib.default_microbatch_rows(total)
-  divisors = [c for c in range(1, common + 1) if common % c == 0]
-  return next((c for c in divisors if total <= c * microbatch_rows), common)
+  groups = math.gcd(*part_rows)
+  per_micro = train_lib.microbatch_groups(microbatch_rows, groups, sum(part_rows) // groups)
+  return groups // per_micro
 
 
 class Stage(NamedTuple):
