@@ -500,6 +500,16 @@ def forward_cached(params, config: TransformerConfig, tokens: jax.Array,
   return logits, new_cache
 
 
+def _check_responses(prompt_tokens, response_tokens, response_mask, samples_per_prompt):
+  """Raises ValueError unless B prompts [B, P] have B * N responses [B * N, T] and a mask."""
+  _checks.rank("prompt_tokens", prompt_tokens, 2)
+  _checks.rank("response_tokens", response_tokens, 2)
+  _checks.same_shape("response_tokens", response_tokens, "response_mask", response_mask)
+  _checks.axis_size("response_tokens", response_tokens, 0,
+                    prompt_tokens.shape[0] * samples_per_prompt,
+                    "prompts x samples_per_prompt")
+
+
 def sequence_logprobs(params, config: TransformerConfig,
                       prompt_tokens: jax.Array, response_tokens: jax.Array,
                       response_mask: jax.Array, samples_per_prompt: int = 1) -> jax.Array:
@@ -523,12 +533,7 @@ def sequence_logprobs(params, config: TransformerConfig,
   Returns:
     f32[B * N, T], zero where response_mask is False.
   """
-  _checks.rank("prompt_tokens", prompt_tokens, 2)
-  _checks.rank("response_tokens", response_tokens, 2)
-  _checks.same_shape("response_tokens", response_tokens, "response_mask", response_mask)
-  _checks.axis_size("response_tokens", response_tokens, 0,
-                    prompt_tokens.shape[0] * samples_per_prompt,
-                    "prompts x samples_per_prompt")
+  _check_responses(prompt_tokens, response_tokens, response_mask, samples_per_prompt)
   p = prompt_tokens.shape[1]
   prompt_mask = prompt_tokens != config.pad_id
   if samples_per_prompt == 1:
@@ -568,12 +573,7 @@ def sequence_logprobs_and_features(params, config: TransformerConfig,
     (logp f32[B * N, T], zero where response_mask is False;
      features f32[B * N, T, d]).
   """
-  _checks.rank("prompt_tokens", prompt_tokens, 2)
-  _checks.rank("response_tokens", response_tokens, 2)
-  _checks.same_shape("response_tokens", response_tokens, "response_mask", response_mask)
-  _checks.axis_size("response_tokens", response_tokens, 0,
-                    prompt_tokens.shape[0] * samples_per_prompt,
-                    "prompts x samples_per_prompt")
+  _check_responses(prompt_tokens, response_tokens, response_mask, samples_per_prompt)
   p = prompt_tokens.shape[1]
   cache = init_cache(config, prompt_tokens.shape[0], p + response_tokens.shape[1])
   prompt_logits, cache, prompt_features = forward_cached(
