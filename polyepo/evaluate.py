@@ -3,7 +3,9 @@
   results = evaluate(params, model_config, env, problems, key, num_samples=64)
 
 For each problem, `num_samples` responses are drawn at the given temperature in
-jitted chunks; rewards and strategy labels come from the environment. The
+jitted chunks of problems, problem i's from fold_in(key, i) alone, so the chunk
+size changes only the speed (`default_problems_per_chunk`); rewards and
+strategy labels come from the environment. The
 summary (`summarize`) holds pass@k for every k = 1..num_samples (unbiased),
 strategy shares, per-strategy accuracy (on the problems a strategy applies to),
 distinct and distinct-correct strategies and strategy families, decoy mass,
@@ -24,14 +26,14 @@ from polyepo.env_api import DEGENERATE
 
 
 def validate(*, num_samples: int, temperature: float, num_problems: Optional[int] = None,
-             problems_per_chunk: int = 1, prefix: str = "") -> None:
+             problems_per_chunk: int = 0, prefix: str = "") -> None:
   """Raises ValueError naming the setting and its valid range, before compiling.
 
   Args:
     num_samples: S, samples per problem (>= 1).
     temperature: sampling temperature (>= 0; 0 is greedy decoding).
     num_problems: problems evaluated (>= 1), if known.
-    problems_per_chunk: problems per compiled call (>= 1).
+    problems_per_chunk: problems per compiled call (>= 1; 0: by platform).
     prefix: prepended to each name in a message, so that it names the config
       field the setting came from ("eval_" for `loop.RunSettings`, "report."
       for the pretraining config's report).
@@ -40,7 +42,27 @@ def validate(*, num_samples: int, temperature: float, num_problems: Optional[int
   _checks.at_least(f"{prefix}temperature", temperature, 0)
   if num_problems is not None:
     _checks.at_least(f"{prefix}num_problems", num_problems, 1)
-  _checks.at_least(f"{prefix}problems_per_chunk", problems_per_chunk, 1)
+  _checks.at_least(f"{prefix}problems_per_chunk", problems_per_chunk, 0)
+
+
+# Responses per compiled call on a CPU when no chunk size is asked for.
+CPU_CHUNK_ROWS = 32
+ACCELERATOR_PROBLEMS_PER_CHUNK = 16
+
+
+def default_problems_per_chunk(num_samples: int) -> int:
+  """Problems per compiled call when none is asked for (problems_per_chunk=0).
+
+  On a CPU, as many as make CPU_CHUNK_ROWS responses and at least one (one
+  problem of 32 or 64 samples): the early-stopping decode loop of a call runs
+  until its longest response ends, and problems' response lengths differ (2
+  cores, another job running, 32 multiplication problems x 64 samples: 3.7 s
+  one problem per call, 4.3 s four, 5.0 s sixteen). Elsewhere
+  ACCELERATOR_PROBLEMS_PER_CHUNK (not tuned).
+  """
+  if jax.default_backend() == "cpu":
+    return max(1, CPU_CHUNK_ROWS // num_samples)
+  return ACCELERATOR_PROBLEMS_PER_CHUNK
 
 
 class Samples(NamedTuple):
@@ -60,12 +82,14 @@ def _take(tree, start, stop):
   return jax.tree.map(lambda x: x[start:stop], tree)
 
 
-@functools.partial(jax.jit, static_argnums=(1, 2, 4, 6))
-def _sample_chunk(params, model_config, env, problems, num_samples, key, temperature,
+@functools.partial(jax.jit, static_argnums=(1, 2, 4, 7))
+def _sample_chunk(params, model_config, env, problems, num_samples, key, first, temperature,
                   base_params):
+  """Problems first, first + 1, ... of an evaluation, problem i sampled from fold_in(key, i)."""
   prompts = env.prompt_tokens(problems)
   num_problems = prompts.shape[0]
-  rollout = sampling.sample(params, model_config, key, prompts,
+  keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(first + jnp.arange(num_problems))
+  rollout = sampling.sample(params, model_config, keys, prompts,
                             max_new_tokens=env.max_response_len, temperature=temperature,
                             samples_per_prompt=num_samples)
   problems_rep = jax.tree.map(lambda x: jnp.repeat(x, num_samples, axis=0), problems)
@@ -99,7 +123,7 @@ def _kl_to_base(params, base_params, model_config, prompts, rollout, temperature
 
 
 def sample_responses(params, model_config, env, problems, key, *, num_samples: int = 64,
-                     temperature: float = 1.0, problems_per_chunk: int = 16,
+                     temperature: float = 1.0, problems_per_chunk: int = 0,
                      base_params=None) -> Samples:
   """Samples and scores `num_samples` responses per problem, in jitted chunks.
 
@@ -108,11 +132,12 @@ def sample_responses(params, model_config, env, problems, key, *, num_samples: i
     model_config: its TransformerConfig.
     env: an environment (polyepo.env_api.Env).
     problems: pytree with leading axis P (e.g. a TFDS split).
-    key: PRNG key; chunk i uses fold_in(key, i).
+    key: PRNG key; problem i's samples are drawn from fold_in(key, i) alone.
     num_samples: S, samples per problem.
     temperature: sampling temperature.
     problems_per_chunk: problems per compiled call (P is padded to a multiple
-      by repeating the last problem; padded rows are dropped).
+      by repeating the last problem; padded rows are dropped); 0: by platform
+      (`default_problems_per_chunk`). The samples do not depend on it.
     base_params: if given, the base model's parameters: every response is also
       scored by it for the KL to the base model (`Samples.kl_to_base`).
 
@@ -122,16 +147,16 @@ def sample_responses(params, model_config, env, problems, key, *, num_samples: i
   num_problems = jax.tree.leaves(problems)[0].shape[0]
   validate(num_samples=num_samples, temperature=temperature, num_problems=num_problems,
            problems_per_chunk=problems_per_chunk)
-  chunk = min(problems_per_chunk, num_problems)
+  chunk = min(problems_per_chunk or default_problems_per_chunk(num_samples), num_problems)
   padded = -(-num_problems // chunk) * chunk
   problems = jax.tree.map(
       lambda x: np.concatenate([np.asarray(x), np.repeat(np.asarray(x)[-1:], padded - len(x), 0)]),
       problems)
   outputs = []
-  for i, start in enumerate(range(0, padded, chunk)):
+  for start in range(0, padded, chunk):
     outputs.append(_sample_chunk(params, model_config, env,
                                  _take(problems, start, start + chunk), num_samples,
-                                 jax.random.fold_in(key, i), temperature, base_params))
+                                 key, start, temperature, base_params))
   rewards, labels, lengths, branch, answers, kl, applicable = (
       None if outputs[0][j] is None else
       np.concatenate([np.asarray(o[j]) for o in outputs])[:num_problems] for j in range(7))
@@ -251,7 +276,7 @@ def summarize(samples: Samples, strategy_names, strategy_families=None) -> Dict[
 
 
 def evaluate(params, model_config, env, problems, key, *, num_samples: int = 64,
-             temperature: float = 1.0, problems_per_chunk: int = 16,
+             temperature: float = 1.0, problems_per_chunk: int = 0,
              base_params=None) -> Dict[str, Any]:
   """`summarize(sample_responses(...))` with the env's strategy names and families."""
   samples = sample_responses(params, model_config, env, problems, key, num_samples=num_samples,

@@ -17,7 +17,10 @@ every row has emitted EOS (`early_stop=True`), or a fixed-length `lax.scan`
 (`early_stop=False`, for benchmarks). Step t draws its token by inverting the
 CDF with uniform u[t], where u = uniform(key, [T, B]) is drawn once up front,
 so both loops give identical rollouts and the result is a deterministic
-function of the key. The KV cache starts at the prompt plus `cache_block`
+function of the key. Given one key per prompt instead, each prompt's samples
+are a function of its own key: a prompt draws the same samples in any batch
+(to float rounding), which is what lets `polyepo.evaluate` chunk its problems
+as the platform prefers without changing the evaluation. The KV cache starts at the prompt plus `cache_block`
 slots and grows by `cache_block` slots between phases of the loop
 (`model.grow_cache`): attention reads every slot of the cache, filled or not,
 so this reads about half the slots of a cache allocated at full length (a
@@ -148,6 +151,20 @@ def inverse_cdf_sample(logp: jax.Array, u: jax.Array) -> jax.Array:
   return jnp.minimum(token, last.astype(jnp.int32))
 
 
+def _is_key_batch(key: jax.Array) -> bool:
+  """Whether `key` holds several keys: a typed key array of rank 1, or raw
+  uint32 keys of rank 2."""
+  typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+  return key.ndim == (1 if typed else 2)
+
+
+def prompt_uniforms(keys: jax.Array, steps: int, samples_per_prompt: int) -> jax.Array:
+  """f32[T, B * N]: the uniforms of B prompts' N samples, prompt b's from keys[b]
+  alone (the B * N rows in `sample`'s order: row b * N + j is sample j of prompt b)."""
+  per_prompt = jax.vmap(lambda k: jax.random.uniform(k, (steps, samples_per_prompt)))(keys)
+  return jnp.transpose(per_prompt, (1, 0, 2)).reshape(steps, -1)
+
+
 def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
            prompt_tokens: jax.Array, *, max_new_tokens: int,
            temperature: Scalar = 1.0, top_k: Scalar = 0, top_p: Scalar = 1.0,
@@ -160,7 +177,8 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
   Args:
     params: model parameters.
     config: the model's TransformerConfig (static under jit).
-    key: PRNG key.
+    key: a PRNG key, or B of them (key[B], one per prompt: prompt b's samples
+      then depend on key[b] alone, `prompt_uniforms`).
     prompt_tokens: i32[B, P], left-padded with config.pad_id; every row holds
       at least one real token.
     max_new_tokens: response length T (static).
@@ -213,7 +231,11 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
   head = (last_rows(outputs[0]), last_rows(outputs[2]) if return_features else None)
   done = jnp.zeros((batch,), bool)
 
-  uniforms = jax.random.uniform(key, (steps, batch))
+  if _is_key_batch(key):
+    _checks.axis_size("key", key, 0, num_prompts, "prompts")
+    uniforms = prompt_uniforms(key, steps, samples_per_prompt)
+  else:
+    uniforms = jax.random.uniform(key, (steps, batch))
 
   def choose(t, head, done):
     """The token of step t, its log-prob, whether it is real, the new done; and

@@ -103,7 +103,7 @@ def test_summarize_families_applicability_and_per_problem_hand_values():
     (dict(num_samples=0), "num_samples must be >= 1, got 0"),
     (dict(temperature=-0.5), "temperature must be >= 0, got -0.5"),
     (dict(num_problems=0), "num_problems must be >= 1, got 0"),
-    (dict(problems_per_chunk=0), "problems_per_chunk must be >= 1, got 0"),
+    (dict(problems_per_chunk=-1), "problems_per_chunk must be >= 0, got -1"),
     (dict(num_samples=0, prefix="eval_"), "eval_num_samples must be >= 1, got 0"),
     (dict(temperature=-1.0, prefix="report."), "report.temperature must be >= 0, got -1.0"),
 ])
@@ -144,6 +144,33 @@ def test_sample_responses_shapes_and_determinism():
   for x, y in zip(a, b):
     np.testing.assert_array_equal(x, y)
   assert np.all((a.lengths >= 1) & (a.lengths <= env.max_response_len))
+
+
+def test_a_problem_draws_the_same_samples_in_any_chunk():
+  """Problem i is sampled from fold_in(key, i) alone: 5 problems in chunks of 1, 2
+  (padded) or 5, or by platform, give the same samples; another key others."""
+  env, params = envs.make("multiplication")
+  mc = pretrain.model_config_for(env, width=32, num_layers=1, num_heads=2)
+  policy = model.init_params(jax.random.key(0), mc)
+  problems = jax.tree.map(np.asarray, env.sample_problems(jax.random.key(1), params, 5))
+  draw = lambda chunk, key=2: evaluate.sample_responses(
+      policy, mc, env, problems, jax.random.key(key), num_samples=3, problems_per_chunk=chunk)
+  one = draw(1)
+  for chunk in (2, 5, 0):
+    other = draw(chunk)
+    np.testing.assert_array_equal(one.labels, other.labels)
+    np.testing.assert_array_equal(one.lengths, other.lengths)
+    np.testing.assert_array_equal(one.rewards, other.rewards)
+  assert not np.array_equal(one.lengths, draw(1, key=3).lengths)
+
+
+def test_the_default_chunk_follows_the_platform(monkeypatch):
+  """problems_per_chunk=0: 32 responses per call on a CPU and at least one
+  problem (1 of 32 or 64 samples, 4 of 8), 16 problems elsewhere."""
+  monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+  assert [evaluate.default_problems_per_chunk(s) for s in (64, 32, 8, 1000)] == [1, 1, 4, 1]
+  monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+  assert evaluate.default_problems_per_chunk(64) == 16
 
 
 def test_rewards_are_scored_against_their_own_problems():

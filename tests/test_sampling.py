@@ -119,6 +119,25 @@ def test_fixed_key_reproduces_and_keys_differ():
   assert (np.asarray(a.tokens) != np.asarray(c.tokens)).any()
 
 
+@pytest.mark.parametrize("raw", [False, True])
+def test_a_key_per_prompt_draws_each_prompt_alone(raw):
+  """With keys[B], prompt b's N samples are those of prompt b sampled alone with
+  keys[b] (typed or raw uint32 keys); a wrong number of keys is named."""
+  prompts = _prompts(batch=4)
+  keys = jax.random.split(jax.random.key(8), 4)
+  if raw:
+    keys = jax.random.key_data(keys)
+  batch = sample(PARAMS, CONFIG, keys, prompts, max_new_tokens=T, samples_per_prompt=3)
+  for b in range(4):
+    alone = sample(PARAMS, CONFIG, keys[b], prompts[b:b + 1], max_new_tokens=T,
+                   samples_per_prompt=3)
+    np.testing.assert_array_equal(batch.tokens[3 * b:3 * b + 3], alone.tokens)
+    np.testing.assert_allclose(batch.logprobs[3 * b:3 * b + 3], alone.logprobs, atol=1e-5)
+  assert len({tuple(r) for r in np.asarray(batch.tokens[:3])}) > 1  # samples differ
+  with pytest.raises(ValueError, match=r"key must have 4 \(prompts\) entries on axis 0"):
+    sample(PARAMS, CONFIG, keys[:3], prompts, max_new_tokens=T)
+
+
 def test_early_stop_equals_fixed_length():
   # A 4-token vocabulary: EOS is likely, so every row stops well before 24.
   config = model.TransformerConfig(
