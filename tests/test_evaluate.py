@@ -166,11 +166,11 @@ def test_a_problem_draws_the_same_samples_in_any_chunk():
 
 def test_the_default_chunk_follows_the_platform(monkeypatch):
   """problems_per_chunk=0: 32 responses per call on a CPU and at least one
-  problem (1 of 32 or 64 samples, 4 of 8), 16 problems elsewhere."""
+  problem (1 of 32 or 64 samples, 4 of 8), 8,192 elsewhere (128 of 64)."""
   monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
   assert [evaluate.default_problems_per_chunk(s) for s in (64, 32, 8, 1000)] == [1, 1, 4, 1]
   monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
-  assert evaluate.default_problems_per_chunk(64) == 16
+  assert [evaluate.default_problems_per_chunk(s) for s in (64, 10_000)] == [128, 1]
 
 
 def test_rewards_are_scored_against_their_own_problems():
