@@ -19,14 +19,15 @@ CDF with uniform u[t], where u = uniform(key, [T, B]) is drawn once up front,
 so both loops give identical rollouts and the result is a deterministic
 function of the key. Given one key per prompt instead, each prompt's samples
 are a function of its own key: a prompt draws the same samples in any batch
-(to float rounding), which is what lets `polyepo.evaluate` chunk its problems
-as the platform prefers without changing the evaluation. The KV cache starts at the prompt plus `cache_block`
-slots and grows by `cache_block` slots between phases of the loop
-(`model.grow_cache`): attention reads every slot of the cache, filled or not,
-so this reads about half the slots of a cache allocated at full length (a
-rollout 1.07-1.15x faster on 2 cores), with the same rollout to float rounding.
-`sample` is pure: wrap it in `jax.jit` (static: config, max_new_tokens, early_stop) and `jax.vmap` it freely
-(e.g. over keys). `make_sampler` does the wrapping for a fixed setting.
+(to float rounding), which lets `polyepo.evaluate` chunk its problems as the
+platform prefers without changing the evaluation. The KV cache starts at the
+prompt plus `cache_block` slots and grows by `cache_block` slots between
+phases of the loop (`model.grow_cache`): attention reads every slot of the
+cache, filled or not, so this reads about half the slots of a cache allocated
+at full length (a rollout 1.07-1.15x faster on 2 cores), with the same rollout
+to float rounding. `sample` is pure: wrap it in `jax.jit` (static: config,
+max_new_tokens, early_stop) and `jax.vmap` it freely (e.g. over keys).
+`make_sampler` does the wrapping for a fixed setting.
 
 Sampling distribution. Logits are divided by the temperature, then optionally
 restricted to the top-k tokens, then to the smallest top set whose probability
