@@ -22,8 +22,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
+from flax import traverse_util
 
-from polyepo import _checks, evaluate, forced, train, writers
+from polyepo import _checks, evaluate, forced, pretrain, train, writers
 
 
 EVAL_SPLITS = ("validation", "test", "ood")  # the TFDS eval splits (envs.datasets.SPLITS)
@@ -125,16 +126,8 @@ def prepare_workdir(workdir: str, resume: bool, overwrite: bool) -> None:
 # cached, but not what it computes (to float rounding): a run may resume with
 # them changed. A field matches itself and every field under it.
 RESUMABLE_CHANGES = ("run.seed_batch_size", "run.num_devices", "train.microbatch_rows",
-                     "base.pretrain.microbatch_rows", "base.cache_dir", "base.report")
-
-
-def _flatten(tree, prefix=""):
-  if not isinstance(tree, dict):
-    return {prefix[:-1]: tree}
-  out = {}
-  for key, value in tree.items():
-    out.update(_flatten(value, f"{prefix}{key}."))
-  return out
+                     "base.cache_dir", "base.report") + tuple(
+                         f"base.pretrain.{name}" for name in pretrain.COMPUTE_FIELDS)
 
 
 def check_resumable(workdir: str, config_record: Dict[str, Any]) -> None:
@@ -148,8 +141,8 @@ def check_resumable(workdir: str, config_record: Dict[str, Any]) -> None:
   if not os.path.exists(path):
     return
   with open(path) as f:
-    started = _flatten(json.load(f))
-  now = _flatten(json.loads(json.dumps(config_record, default=str)))
+    started = traverse_util.flatten_dict(json.load(f), sep=".")
+  now = traverse_util.flatten_dict(json.loads(json.dumps(config_record, default=str)), sep=".")
   unset = object()
   changed = [k for k in sorted(started.keys() | now.keys())
              if not any(k == f or k.startswith(f + ".") for f in RESUMABLE_CHANGES)
