@@ -25,7 +25,9 @@ preference stage does not retrain it.
 The corpus is generated on the fly inside the jitted step: training problems
 from the environment (`polyepo.splits`: never an eval problem), a strategy per
 problem from the stage's mixture restricted to the strategies that apply, and
-the environment's demonstration of it.
+the environment's demonstration of it. A step reads each micro-batch's
+responses only as far as its last trained token (`part_value_and_grad`), with
+rows of similar length grouped into the same micro-batch (`length_order`).
 
   state = init(key); state, metrics = run_chunk(state)   # one compiled chunk of steps
 """
@@ -197,6 +199,81 @@ def corpus_batch(env, env_params, key: jax.Array, batch_size: int,
   return env.prompt_tokens(problems), responses, mask, strategies
 
 
+# A micro-batch's responses are cut after the first multiple of LENGTH_STEP
+# tokens that holds every token it trains on (`part_value_and_grad`).
+LENGTH_STEP = 8
+
+
+def trained_ends(mask: jax.Array) -> jax.Array:
+  """i32[B]: one past each row's last trained token (0 for none); mask bool[B, T]."""
+  return jnp.max(jnp.where(mask, jnp.arange(1, mask.shape[1] + 1), 0), axis=1)
+
+
+def cut_lengths(num_tokens: int) -> Tuple[int, ...]:
+  """The lengths a response of T = num_tokens tokens may be cut to: the
+  multiples of LENGTH_STEP below T, then T."""
+  return tuple(range(LENGTH_STEP, num_tokens, LENGTH_STEP)) + (num_tokens,)
+
+
+def part_value_and_grad(params, model_config: model_lib.TransformerConfig, prompts: jax.Array,
+                        responses: jax.Array, mask: jax.Array, count: jax.Array, eos_id: int):
+  """One part's loss, its token probability and the loss's gradient, reading
+  only the tokens the trained ones depend on.
+
+    loss = -sum(logp[mask]) / count,   token_prob = sum(exp(logp[mask])) / count
+
+  where logp[b, t] = log pi(responses[b, t] | prompt b, responses[b, :t]) and the
+  model reads each response up to its EOS. A token's log-probability depends
+  only on the tokens before it (causal attention; positions count the real
+  tokens before), so the responses are cut after the part's last trained token,
+  rounded up to a multiple of LENGTH_STEP: one compiled forward and backward per
+  length, picked at run time by `lax.switch` (outside the differentiation, so a
+  branch keeps only its own activations). The same numbers as reading all T
+  tokens, to float rounding, for the work of the cut.
+
+  Args:
+    params: model parameters.
+    model_config: the model's TransformerConfig.
+    prompts: i32[B, P], left-padded.
+    responses: i32[B, T].
+    mask: bool[B, T], the tokens trained on.
+    count: the divisor (the whole batch's trained tokens of this part, when the
+      part is a micro-batch).
+    eos_id: the end-of-sequence token.
+
+  Returns:
+    ((loss, token_prob), grads), as `jax.value_and_grad(..., has_aux=True)`.
+  """
+  lengths = cut_lengths(responses.shape[1])
+  real = response_mask(responses, eos_id)
+
+  def cut(length):
+    def loss_fn(params):
+      kept = mask[:, :length]
+      logp = jnp.where(kept, model_lib.sequence_logprobs(
+          params, model_config, prompts, responses[:, :length], real[:, :length]), 0.0)
+      return -jnp.sum(logp) / count, jnp.sum(jnp.where(kept, jnp.exp(logp), 0.0)) / count
+    return jax.value_and_grad(loss_fn, has_aux=True)
+
+  branch = jnp.searchsorted(jnp.asarray(lengths), jnp.max(trained_ends(mask)))
+  return jax.lax.switch(branch, [cut(length) for length in lengths], params)
+
+
+def length_order(mask: jax.Array, num_micro: int) -> jax.Array:
+  """i32[B]: the row order that groups rows of similar trained length.
+
+  Rows are ranked by the end of their trained tokens (last True of `mask`), and
+  micro-batch c of `polyepo.train.accumulate` (rows c, c + C, ... of the
+  reordered batch) gets ranks c * B / C .. (c + 1) * B / C - 1, so that each
+  micro-batch's cut (`part_value_and_grad`) is as short as its own rows allow.
+
+  Args:
+    mask: bool[B, T], the tokens trained on; C = num_micro divides B.
+  """
+  ranks = jnp.argsort(trained_ends(mask), stable=True)
+  return ranks.reshape(num_micro, -1).T.reshape(-1)
+
+
 def num_microbatches(part_rows: Sequence[int], microbatch_rows: int) -> int:
   """The fewest micro-batches C that divide every part's rows and hold at most
   `microbatch_rows` rows in all (the most that divide them all, if none is
@@ -291,31 +368,27 @@ def make_pretrain(config: PretrainConfig, model_config: model_lib.TransformerCon
                           config.mixture, config.slip_rate, part="continuation")
     return [skewed[:3], replay[:3]]
 
-  def mean_logp(params, prompts, responses, mask, count):
-    """Sums over the part's trained tokens, divided by `count` (the whole
-    batch's trained tokens of this part): of log-probs and of probabilities."""
-    # The model reads every token of the response (its mask marks real tokens);
-    # `mask` picks the ones trained.
-    real = response_mask(responses, env.eos_id)
-    logp = jnp.where(mask, model_lib.sequence_logprobs(params, model_config, prompts,
-                                                       responses, real), 0.0)
-    return jnp.sum(logp) / count, jnp.sum(jnp.where(mask, jnp.exp(logp), 0.0)) / count
-
-  def loss_fn(params, parts_and_counts):
-    parts, counts = parts_and_counts
-    means = [mean_logp(params, *part, count) for part, count in zip(parts, counts)]
-    return -sum(m for m, _ in means), means[0][1]
-
   def train_step(state, _):
     batch_key = jax.random.fold_in(state.key, state.step)
     parts = batches(batch_key)
     counts = [jnp.maximum(jnp.sum(mask), 1) for _, _, mask in parts]
     num_micro = num_microbatches([len(part[0]) for part in parts], config.microbatch_rows)
-    # Each micro-batch's counts are the whole batch's: the sum over micro-batches
-    # is the batch's loss and gradient.
-    (loss, token_prob), grads = train_lib.accumulate(
-        lambda p, micro: jax.value_and_grad(loss_fn, has_aux=True)(p, (micro, counts)),
-        state.params, parts, num_micro)
+    # Rows of similar length share a micro-batch, whose responses are cut to them.
+    orders = [length_order(mask, num_micro) for _, _, mask in parts]
+    parts = [tuple(x[order] for x in part) for part, order in zip(parts, orders)]
+
+    def micro_step(params, micro):
+      """The loss (the sum of the parts'), the first part's token probability
+      and the gradient. Each part is divided by the whole batch's count, so the
+      sum over micro-batches is the batch's loss and gradient."""
+      results = [part_value_and_grad(params, model_config, *part, count, env.eos_id)
+                 for part, count in zip(micro, counts)]
+      (loss, token_prob), grads = results[0]
+      for (part_loss, _), part_grads in results[1:]:
+        loss, grads = loss + part_loss, jax.tree.map(jnp.add, grads, part_grads)
+      return (loss, token_prob), grads
+
+    (loss, token_prob), grads = train_lib.accumulate(micro_step, state.params, parts, num_micro)
     updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     metrics = {"loss": loss, "token_prob": token_prob, "learning_rate": schedule(state.step)}

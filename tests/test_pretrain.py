@@ -14,6 +14,7 @@ import envs
 from configs import pretrain as pretrain_configs
 from experiments import build
 from polyepo import forced, pretrain, splits
+from polyepo import model as model_lib
 
 SMALL = dict(width=32, num_layers=1, num_heads=2)
 
@@ -224,6 +225,66 @@ def test_the_default_micro_batch_follows_the_platform(monkeypatch):
   assert pretrain.num_microbatches([128, 128], 0) == 8
   monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
   assert pretrain.num_microbatches([128, 128], 0) == 1
+
+
+def test_cut_lengths_and_trained_ends_hand_values():
+  assert pretrain.LENGTH_STEP == 8
+  assert pretrain.cut_lengths(64) == (8, 16, 24, 32, 40, 48, 56, 64)
+  assert pretrain.cut_lengths(20) == (8, 16, 20)
+  assert pretrain.cut_lengths(5) == (5,)
+  mask = jnp.array([[0, 0, 0, 0], [1, 0, 0, 0], [0, 1, 1, 0], [1, 0, 1, 1]], bool)
+  np.testing.assert_array_equal(pretrain.trained_ends(mask), [0, 1, 3, 4])
+
+
+def test_length_order_gives_each_micro_batch_a_block_of_lengths():
+  """accumulate's micro-batch c (rows c, c + C, ... of the reordered batch) holds
+  the c-th block of rows sorted by trained length."""
+  ends = np.array([5, 1, 3, 0, 2, 4])
+  mask = np.arange(6)[None, :] < ends[:, None]
+  order = np.asarray(pretrain.length_order(jnp.asarray(mask), 2))
+  assert sorted(order) == list(range(6))
+  np.testing.assert_array_equal(ends[order][0::2], [0, 1, 2])
+  np.testing.assert_array_equal(ends[order][1::2], [3, 4, 5])
+  np.testing.assert_array_equal(pretrain.length_order(jnp.asarray(mask), 1),
+                                np.argsort(ends))
+
+
+@pytest.mark.parametrize("last_trained", [0, 7, 8, 63, None])
+def test_part_value_and_grad_is_the_loss_on_whole_responses(env, last_trained):
+  """Cut after the last trained token (rounded up to LENGTH_STEP), the loss, the
+  token probability and the gradient are those computed from the whole
+  responses, whatever the cut: at a step boundary (end 8), one past it (end
+  9), at the last token (end 64), or no trained token at all (None)."""
+  env, params = env
+  mc = pretrain.model_config_for(env, **SMALL)
+  model_params = model_lib.init_params(jax.random.key(1), mc)
+  prompts, responses, real, _ = pretrain.corpus_batch(env, params, jax.random.key(2), 6,
+                                                      (1.0,) * 8, 0.1)
+  t = responses.shape[1]
+  # Responses run to the end (no EOS) where a trained token sits past the EOS.
+  responses = responses.at[0].set(jnp.full(t, responses[0, 0]))
+  if last_trained is None:
+    mask = jnp.zeros(responses.shape, bool)
+  else:
+    mask = real & (jnp.arange(t) <= last_trained)[None]
+    mask = mask.at[0, last_trained].set(True)
+  count = jnp.maximum(jnp.sum(mask), 1)
+
+  def whole(p):
+    logp = model_lib.sequence_logprobs(p, mc, prompts, responses,
+                                       pretrain.response_mask(responses, env.eos_id))
+    logp = jnp.where(mask, logp, 0.0)
+    return -jnp.sum(logp) / count, jnp.sum(jnp.where(mask, jnp.exp(logp), 0.0)) / count
+
+  (loss, prob), grads = pretrain.part_value_and_grad(model_params, mc, prompts, responses, mask,
+                                                     count, env.eos_id)
+  (want_loss, want_prob), want_grads = jax.value_and_grad(whole, has_aux=True)(model_params)
+  close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+  close(loss, want_loss)
+  close(prob, want_prob)
+  jax.tree.map(close, grads, want_grads)
+  if last_trained is not None:
+    assert float(loss) > 0.1  # the trained tokens were scored
 
 
 @pytest.mark.parametrize("stage", ["competence", "preference"])
