@@ -3,7 +3,8 @@ r"""Pretraining the base model.
   python -m experiments.pretrain --config=configs/pretrain.py:domain=multiplication
   python -m experiments.pretrain --config=configs/pretrain.py:domain=polynomial_roots,size=smoke
 
-size=default takes 9-24 minutes (multiplication) on a 2-core CPU; size=smoke in under a minute
+size=default takes 13 minutes (multiplication) or 10 (polynomial roots) on a 2-core Xeon, plus
+a minute or two for the report; size=smoke in under a minute
 (tests use it). Defaults are written once, in the dataclasses the fields unpack
 into (polyepo.model.TransformerConfig, polyepo.pretrain.PretrainConfig); this file
 lists and comments every field, and sets the per-domain values and the sizes.
@@ -69,7 +70,7 @@ MODEL_FIELDS = ("width", "num_layers", "num_heads", "num_kv_heads", "mlp_ratio",
 # at its defaults except the per-domain ones:
 #   mixture          competence stage: weight per strategy (MIXTURES)
 #   slip_rate        competence stage: share of demonstrations with a slip (per domain)
-#   num_steps        competence stage: optimiser steps (per domain; ~0.35-1 s each
+#   num_steps        competence stage: optimiser steps (per domain; ~0.4 s each
 #                    on 2 cores)
 #   preference_mixture        preference stage: weight per strategy (PREFERENCES)
 #   preference_steps          preference stage: optimiser steps (0: no stage)
