@@ -13,6 +13,7 @@ pretraining run (steps times seconds per step, compilation left out).
 """
 
 import argparse
+import contextlib
 import dataclasses
 import unittest.mock
 
@@ -44,14 +45,10 @@ def main(argv=None):
   for stage, spec in pretrain.stages(settings).items():
     chunks = {}
     for variant in ("whole", "cut"):
-      if variant == "whole":
-        with whole_responses:
-          init, run_chunk = pretrain.make_pretrain(settings, model_config, env, env_params, stage)
-          state = init(jax.random.key(0))
-          jax.block_until_ready(run_chunk(state))  # compile while the patch holds
-      else:
+      with whole_responses if variant == "whole" else contextlib.nullcontext():
         init, run_chunk = pretrain.make_pretrain(settings, model_config, env, env_params, stage)
         state = init(jax.random.key(0))
+        jax.block_until_ready(run_chunk(state))  # compiled while any patch holds
       chunks[variant] = lambda run_chunk=run_chunk, state=state: run_chunk(state)
     seconds = timing.interleaved_median_seconds(chunks, args.repeats)
     per_step = {k: v / args.steps for k, v in seconds.items()}
