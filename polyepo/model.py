@@ -30,7 +30,12 @@ attends causally over the filled slots whose `mask` is set. The per-layer
 buffers fold the KV heads into the batch, keys f32[B * KV, D, S] (transposed)
 and values f32[B * KV, S, D], so that the decoding dots stream the cache along
 its minor axis with no transposes, and `lax.dynamic_update_slice` updates them
-in place inside a `while_loop` / `scan`.
+in place inside a `while_loop` / `scan`. N continuations of each of B prompts
+can share the prompts' cache as a prefix instead of copying it to their rows:
+
+  _, prefix = forward_cached(params, config, prompts, init_cache(config, B, P), mask)
+  cache = continuation_cache(config, prefix, N, capacity)   # B * N rows
+  logits, cache = forward_cached(params, config, tokens, cache, prefix=prefix)
 """
 
 import dataclasses
@@ -230,17 +235,23 @@ class Attention(nn.Module):
   config: TransformerConfig
 
   @nn.compact
-  def __call__(self, x, rope, attn_mask, kv=None, index=None):
+  def __call__(self, x, rope, attn_mask, kv=None, index=None, prefix=None):
     """Attention of T query tokens.
 
     Args:
       x: f32[B, T, d].
       rope: (sin, cos) from `rotary_angles`.
       attn_mask: bool[B, T, S], which keys each query may attend to; S = T
-        without a cache, else the cache capacity.
+        without a cache, else the cache capacity; with a prefix, its P keys
+        come first (S = P + the cache capacity).
       kv: None, or (keys f32[B * KV, D, S], values f32[B * KV, S, D]) to
         write into.
       index: i32[], slot of the first new token in `kv`.
+      prefix: None, or (keys f32[B_p * KV, D, P], values f32[B_p * KV, P, D])
+        of B_p shared prefixes that come before `kv` (with a cache only): rows
+        b * N .. b * N + N - 1 of x continue prefix b (N = B / B_p). The N
+        rows' queries attend to their prefix in one product, which reads its
+        keys and values once instead of once per row.
 
     Returns:
       (f32[B, T, d], (keys, values)): the updated cache, or without a cache
@@ -273,15 +284,41 @@ class Attention(nn.Module):
       k = jax.lax.dynamic_update_slice(kv[0], jnp.swapaxes(k, 1, 2), (0, 0, index))
       v = jax.lax.dynamic_update_slice(kv[1], v, (0, index, 0))
       scores = jnp.einsum("nqd,ndk->nqk", q, k)
+      if prefix is not None:
+        by_prefix, by_row = _prefix_layout(prefix[0].shape[0] // kv_heads, batch, kv_heads)
+        prefix_len = prefix[0].shape[2]
+        scores = jnp.concatenate(
+            [by_row(jnp.einsum("nqd,ndk->nqk", by_prefix(q), prefix[0])), scores], axis=-1)
     scores = scores.reshape(batch, heads, length, -1)  # head = kv * G + g.
     scores = jnp.where(attn_mask[:, None], scores, _MASKED)
     probs = jax.nn.softmax(scores, axis=-1)
     probs = probs.reshape(batch * kv_heads, group * length, -1)
-    out = jnp.einsum("nqk,nkd->nqd", probs, v)
+    if prefix is None:
+      out = jnp.einsum("nqk,nkd->nqd", probs, v)
+    else:
+      out = (by_row(jnp.einsum("nqk,nkd->nqd", by_prefix(probs[..., :prefix_len]), prefix[1]))
+             + jnp.einsum("nqk,nkd->nqd", probs[..., prefix_len:], v))
     out = jnp.swapaxes(out.reshape(batch, heads, length, dim), 1, 2)
     out = nn.DenseGeneral(cfg.width, axis=(-2, -1), use_bias=False, name="out",
                           **_dense_kwargs(cfg))(out)
     return out, (k, v)
+
+
+def _prefix_layout(num_prefixes: int, batch: int, kv_heads: int):
+  """(by_prefix, by_row): [B * KV, Q, X] <-> [B_p * KV, N * Q, X], where rows
+  b * N .. b * N + N - 1 continue prefix b: a prefix's N rows stacked along
+  one query axis, kv heads kept apart."""
+  n = batch // num_prefixes
+
+  def by_prefix(a):
+    a = a.reshape(num_prefixes, n, kv_heads, -1, a.shape[-1]).swapaxes(1, 2)
+    return a.reshape(num_prefixes * kv_heads, -1, a.shape[-1])
+
+  def by_row(a):
+    a = a.reshape(num_prefixes, kv_heads, n, -1, a.shape[-1]).swapaxes(1, 2)
+    return a.reshape(batch * kv_heads, -1, a.shape[-1])
+
+  return by_prefix, by_row
 
 
 class Block(nn.Module):
@@ -289,10 +326,10 @@ class Block(nn.Module):
   config: TransformerConfig
 
   @nn.compact
-  def __call__(self, x, rope, attn_mask, kv=None, index=None):
+  def __call__(self, x, rope, attn_mask, kv=None, index=None, prefix=None):
     cfg = self.config
     h, kv = Attention(cfg, name="attn")(
-        nn.RMSNorm(name="norm_attn")(x), rope, attn_mask, kv, index)
+        nn.RMSNorm(name="norm_attn")(x), rope, attn_mask, kv, index, prefix)
     x = x + h
     h = nn.RMSNorm(name="norm_mlp")(x)
     dense = functools.partial(nn.Dense, use_bias=False, **_dense_kwargs(cfg))
@@ -307,7 +344,7 @@ class Transformer(nn.Module):
 
   @nn.compact
   def __call__(self, tokens, positions, attn_mask, kv=None, index=None,
-               return_features=False):
+               return_features=False, prefix=None):
     """Logits of every position.
 
     Args:
@@ -318,6 +355,8 @@ class Transformer(nn.Module):
         f32[B * KV, S, D]) pair.
       index: i32[], first slot written in `kv`.
       return_features: also return the final normalised hidden states (static).
+      prefix: None, or per layer the (keys, values) of shared prefixes that
+        come before `kv` (see `Attention`).
 
     Returns:
       (logits f32[B, T, V], per-layer (keys, values)), and with
@@ -329,7 +368,8 @@ class Transformer(nn.Module):
     new_kv = []
     for layer in range(cfg.num_layers):
       x, layer_kv = Block(cfg, name=f"block_{layer}")(
-          x, rope, attn_mask, None if kv is None else kv[layer], index)
+          x, rope, attn_mask, None if kv is None else kv[layer], index,
+          None if prefix is None else prefix[layer])
       new_kv.append(layer_kv)
     x = nn.RMSNorm(name="norm_out")(x)
     logits = nn.Dense(cfg.vocab_size, use_bias=False, name="head", **_dense_kwargs(cfg))(x)
@@ -454,9 +494,22 @@ def grow_cache(cache: KVCache, capacity: int) -> KVCache:
                        mask=grow(cache.mask, 1))
 
 
+def continuation_cache(config: TransformerConfig, prefix: KVCache, repeats: int,
+                       capacity: int) -> KVCache:
+  """An empty cache of `capacity` slots for `repeats` continuations of each prefix.
+
+  Row b * R + j continues prefix b: its rotary positions go on from the
+  prefix's real tokens. Pass `prefix` to `forward_cached` along with it; the
+  prefix is then attended to without being copied to its R rows
+  (`repeat_cache` would copy it).
+  """
+  cache = init_cache(config, prefix.mask.shape[0] * repeats, capacity)
+  return cache.replace(length=jnp.repeat(prefix.length, repeats))
+
+
 def forward_cached(params, config: TransformerConfig, tokens: jax.Array,
                    cache: KVCache, mask: Optional[jax.Array] = None,
-                   return_features: bool = False):
+                   return_features: bool = False, prefix: Optional[KVCache] = None):
   """Logits of T new tokens that follow the cached ones; updates the cache.
 
   Used both to prefill a prompt (T = P, empty cache) and to decode (T = 1).
@@ -470,6 +523,11 @@ def forward_cached(params, config: TransformerConfig, tokens: jax.Array,
     cache: KVCache of capacity S.
     mask: bool[B, T], True for real tokens (default: all real).
     return_features: also return the final hidden states (static).
+    prefix: None, or a filled KVCache of B_p rows that comes before `cache`
+      (from `continuation_cache`): rows b * N .. b * N + N - 1 continue
+      prefix b (N = B / B_p). The same logits, to float rounding, as a cache
+      holding each prefix copied to its N rows (`repeat_cache`), for 1 / N of
+      the prefix's reads.
 
   Returns:
     (logits f32[B, T, V], the cache with the T tokens appended), and with
@@ -484,10 +542,21 @@ def forward_cached(params, config: TransformerConfig, tokens: jax.Array,
   query_slot = cache.index + jnp.arange(t)
   causal = jnp.arange(cache.capacity)[None, :] <= query_slot[:, None]  # [T, S]
   attn_mask = causal[None] & slot_mask[:, None, :]
+  prefix_kv = None
+  if prefix is not None:
+    repeats, rest = divmod(tokens.shape[0], prefix.mask.shape[0])
+    if rest or not repeats:
+      raise ValueError(f"tokens has {tokens.shape[0]} rows, not a multiple of the "
+                       f"prefix's {prefix.mask.shape[0]}.")
+    prefix_mask = jnp.repeat(prefix.mask, repeats, axis=0)[:, None, :]
+    attn_mask = jnp.concatenate(
+        [jnp.broadcast_to(prefix_mask, (tokens.shape[0], t, prefix.capacity)), attn_mask],
+        axis=-1)
+    prefix_kv = tuple(zip(prefix.keys, prefix.values))
   kv = tuple(zip(cache.keys, cache.values))
   outputs = Transformer(config).apply(
       {"params": params}, tokens, positions_from_mask(mask, cache.length),
-      attn_mask, kv, cache.index, return_features)
+      attn_mask, kv, cache.index, return_features, prefix_kv)
   logits, new_kv = outputs[:2]
   new_cache = KVCache(
       keys=tuple(k for k, _ in new_kv),

@@ -369,6 +369,38 @@ def test_repeated_cache_is_the_cache_of_repeated_rows(num_kv_heads):
   assert model.repeat_cache(once, 1) is once
 
 
+@pytest.mark.parametrize("num_kv_heads", [1, 2])
+def test_decoding_after_a_shared_prefix_matches_whole_sequences(num_kv_heads):
+  """3 left-padded prompts prefilled once, then 4 continuations each decoded
+  token by token against the prompts as a prefix (`continuation_cache`; one
+  continuation holds a pad token): every step's logits are those of a plain
+  forward pass over prompt + continuation so far (brute force, no cache)."""
+  config = model.TransformerConfig(**{**CONFIG.__dict__, "num_kv_heads": num_kv_heads})
+  params = _params(config)
+  prompts = np.array(_tokens(jax.random.key(6), (3, 5), config))
+  prompts[1, :2] = prompts[2, :1] = config.pad_id
+  prompt_mask = prompts != config.pad_id
+  responses = np.array(_tokens(jax.random.key(7), (12, 6), config))
+  responses[5, 3] = config.pad_id
+  response_mask = responses != config.pad_id
+  _, prefix = forward_cached(params, config, jnp.asarray(prompts), model.init_cache(config, 3, 5),
+                             jnp.asarray(prompt_mask))
+  cache = model.continuation_cache(config, prefix, 4, 6)
+  whole_tokens = np.concatenate([np.repeat(prompts, 4, 0), responses], 1)
+  whole_mask = np.concatenate([np.repeat(prompt_mask, 4, 0), response_mask], 1)
+  step = jax.jit(model.forward_cached, static_argnums=1)
+  for t in range(6):
+    logits, cache = step(params, config, jnp.asarray(responses[:, t:t + 1]), cache,
+                         jnp.asarray(response_mask[:, t:t + 1]), prefix=prefix)
+    full = forward(params, config, jnp.asarray(whole_tokens[:, :6 + t]),
+                   jnp.asarray(whole_mask[:, :6 + t]))
+    real = response_mask[:, t]
+    np.testing.assert_allclose(logits[real, 0], full[real, -1], atol=1e-5)
+  with pytest.raises(ValueError, match="not a multiple of the prefix's 3"):
+    model.forward_cached(params, config, jnp.ones((4, 1), jnp.int32),
+                         model.init_cache(config, 4, 6), prefix=prefix)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("num_kv_heads", [1, 2])
 def test_shared_prompt_logprobs_equal_repeated_prompts(num_kv_heads):

@@ -195,11 +195,12 @@ def _loop_cache_capacities(fn, *args, rows=B * CONFIG.num_kv_heads):
 
 @pytest.mark.parametrize("early_stop", [True, False])
 def test_the_cache_grows_by_blocks(early_stop):
-  """Decoding T = 12 tokens after P = 5 prompt slots with cache_block=4 runs
-  three loops over caches of 9, 13 and 16 slots (the last token is never fed
-  back), where cache_block=0 runs one over all 16."""
+  """Decoding T = 12 tokens with cache_block=4 runs three loops over response
+  caches of 4, 8 and 11 slots (the last token is never fed back), where
+  cache_block=0 runs one over all 11; each loop also reads the P = 5 prompt
+  slots, a prefix that is never copied or grown."""
   prompts = _prompts()
-  for block, capacities in ((4, {P + 4, P + 8, P + T - 1}), (0, {P + T - 1})):
+  for block, capacities in ((4, {P, 4, 8, T - 1}), (0, {P, T - 1})):
     fn = lambda key, block=block: sampling.sample(
         PARAMS, CONFIG, key, prompts, max_new_tokens=T, early_stop=early_stop,
         cache_block=block)
