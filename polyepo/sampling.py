@@ -14,8 +14,9 @@ is prefilled once and its cache serves its N samples (rows b * N + j of the
 B * N rollouts) as a shared prefix (`model.continuation_cache`), never copied
 to them: the rollouts of `jnp.repeat(prompt_tokens, N, axis=0)`, to float
 rounding, for 1 / N of the prefill and of the reads of the prompt's keys and
-values at every decoding step (a preset rollout 1.2x faster). The loop is a `lax.while_loop` that exits once
-every row has emitted EOS (`early_stop=True`), or a fixed-length `lax.scan`
+values at every decoding step (a preset rollout 1.14x faster on 2 cores). The
+loop is a `lax.while_loop` that exits once every row has emitted EOS
+(`early_stop=True`), or a fixed-length `lax.scan`
 (`early_stop=False`, for benchmarks). Step t draws its token by inverting the
 CDF with uniform u[t], where u = uniform(key, [T, B]) is drawn once up front,
 so both loops give identical rollouts and the result is a deterministic
