@@ -27,10 +27,9 @@ in and returned (no linen 'cache' collection):
 Each call writes its T new keys/values at slots [index, index + T) of every
 row (all rows share the slot index, which is why prompts are left-padded) and
 attends causally over the filled slots whose `mask` is set. The per-layer
-buffers fold the KV heads into the batch, keys f32[B * KV, D, S] (transposed)
-and values f32[B * KV, S, D], so that the decoding dots stream the cache along
-its minor axis with no transposes, and `lax.dynamic_update_slice` updates them
-in place inside a `while_loop` / `scan`. N continuations of each of B prompts
+buffers fold the KV heads into the batch, keys and values f32[B * KV, S, D],
+so that a decoding step writes each row's new key and value contiguously, and
+`lax.dynamic_update_slice` updates them in place inside a `while_loop` / `scan`. N continuations of each of B prompts
 can share the prompts' cache as a prefix instead of copying it to their rows:
 
   _, prefix = forward_cached(params, config, prompts, init_cache(config, B, P), mask)
@@ -126,8 +125,8 @@ class KVCache:
   """Keys and values of the tokens decoded so far (immutable pytree).
 
   Attributes:
-    keys: per layer, f32[B * KV, D, S] (row b, kv head j at b * KV + j;
-      transposed), rotary embedding applied.
+    keys: per layer, f32[B * KV, S, D] (row b, kv head j at b * KV + j),
+      rotary embedding applied.
     values: per layer, f32[B * KV, S, D].
     mask: bool[B, S], slots that hold a real (non-pad) token.
     index: i32[], the next slot to write (shared by all rows).
@@ -244,10 +243,9 @@ class Attention(nn.Module):
       attn_mask: bool[B, T, S], which keys each query may attend to; S = T
         without a cache, else the cache capacity; with a prefix, its P keys
         come first (S = P + the cache capacity).
-      kv: None, or (keys f32[B * KV, D, S], values f32[B * KV, S, D]) to
-        write into.
+      kv: None, or (keys, values) each f32[B * KV, S, D], to write into.
       index: i32[], slot of the first new token in `kv`.
-      prefix: None, or (keys f32[B_p * KV, D, P], values f32[B_p * KV, P, D])
+      prefix: None, or (keys, values) each f32[B_p * KV, P, D],
         of B_p shared prefixes that come before `kv` (with a cache only): rows
         b * N .. b * N + N - 1 of x continue prefix b (N = B / B_p). The N
         rows' queries attend to their prefix in one product, which reads its
@@ -279,16 +277,17 @@ class Attention(nn.Module):
     if kv is None:
       scores = jnp.einsum("nqd,nkd->nqk", q, k)
     else:
-      # Cached keys are stored transposed, [B * KV, D, S]: the decoding dot
-      # then streams the cache along its minor axis (2x faster on CPU).
-      k = jax.lax.dynamic_update_slice(kv[0], jnp.swapaxes(k, 1, 2), (0, 0, index))
+      # Keys as [B * KV, S, D], like values: a decoding step writes each row's
+      # key contiguously (a transposed [B * KV, D, S] cache streams the
+      # decoding dot along its minor axis, but its strided writes cost more).
+      k = jax.lax.dynamic_update_slice(kv[0], k, (0, index, 0))
       v = jax.lax.dynamic_update_slice(kv[1], v, (0, index, 0))
-      scores = jnp.einsum("nqd,ndk->nqk", q, k)
+      scores = jnp.einsum("nqd,nkd->nqk", q, k)
       if prefix is not None:
         by_prefix, by_row = _prefix_layout(prefix[0].shape[0] // kv_heads, batch, kv_heads)
-        prefix_len = prefix[0].shape[2]
+        prefix_len = prefix[0].shape[1]
         scores = jnp.concatenate(
-            [by_row(jnp.einsum("nqd,ndk->nqk", by_prefix(q), prefix[0])), scores], axis=-1)
+            [by_row(jnp.einsum("nqd,nkd->nqk", by_prefix(q), prefix[0])), scores], axis=-1)
     scores = scores.reshape(batch, heads, length, -1)  # head = kv * G + g.
     scores = jnp.where(attn_mask[:, None], scores, _MASKED)
     probs = jax.nn.softmax(scores, axis=-1)
@@ -351,8 +350,7 @@ class Transformer(nn.Module):
       tokens: i32[B, T].
       positions: i32[B, T].
       attn_mask: bool[B, T, S].
-      kv: None, or per layer a (keys f32[B * KV, D, S], values
-        f32[B * KV, S, D]) pair.
+      kv: None, or per layer a (keys, values) pair, each f32[B * KV, S, D].
       index: i32[], first slot written in `kv`.
       return_features: also return the final normalised hidden states (static).
       prefix: None, or per layer the (keys, values) of shared prefixes that
@@ -442,11 +440,10 @@ def init_cache(config: TransformerConfig, batch_size: int, capacity: int,
     raise ValueError(
         f"cache capacity {capacity} exceeds config.max_len={config.max_len}.")
   rows = batch_size * config.num_kv_heads
-  k_shape = (rows, config.head_dim, capacity)
-  v_shape = (rows, capacity, config.head_dim)
+  shape = (rows, capacity, config.head_dim)
   return KVCache(
-      keys=tuple(jnp.zeros(k_shape, dtype) for _ in range(config.num_layers)),
-      values=tuple(jnp.zeros(v_shape, dtype) for _ in range(config.num_layers)),
+      keys=tuple(jnp.zeros(shape, dtype) for _ in range(config.num_layers)),
+      values=tuple(jnp.zeros(shape, dtype) for _ in range(config.num_layers)),
       mask=jnp.zeros((batch_size, capacity), bool),
       index=jnp.zeros((), jnp.int32),
       length=jnp.zeros((batch_size,), jnp.int32))
@@ -489,7 +486,7 @@ def grow_cache(cache: KVCache, capacity: int) -> KVCache:
   def grow(x, axis):
     return jnp.pad(x, [(0, extra if a == axis else 0) for a in range(x.ndim)])
 
-  return cache.replace(keys=tuple(grow(k, 2) for k in cache.keys),
+  return cache.replace(keys=tuple(grow(k, 1) for k in cache.keys),
                        values=tuple(grow(v, 1) for v in cache.values),
                        mask=grow(cache.mask, 1))
 

@@ -174,14 +174,15 @@ def test_a_growing_cache_gives_the_same_rollout(early_stop):
 
 
 def _loop_cache_capacities(fn, *args, rows=B * CONFIG.num_kv_heads):
-  """Capacities S of the key caches [B * KV, D, S] carried by the loops of fn's jaxpr."""
+  """Capacities S of the key and value caches [B * KV, S, D] carried by the loops
+  of fn's jaxpr."""
   found = set()
-  key_cache = lambda shape: len(shape) == 3 and shape[:2] == (rows, CONFIG.head_dim)
+  cache = lambda shape: len(shape) == 3 and (shape[0], shape[2]) == (rows, CONFIG.head_dim)
 
   def walk(jaxpr):
     for eqn in jaxpr.eqns:
       if eqn.primitive.name in ("while", "scan"):
-        found.update(v.aval.shape[2] for v in eqn.invars if key_cache(v.aval.shape))
+        found.update(v.aval.shape[1] for v in eqn.invars if cache(v.aval.shape))
       for param in eqn.params.values():
         for sub in param if isinstance(param, (tuple, list)) else (param,):
           if isinstance(sub, jax.extend.core.ClosedJaxpr):
