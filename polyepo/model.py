@@ -29,8 +29,9 @@ row (all rows share the slot index, which is why prompts are left-padded) and
 attends causally over the filled slots whose `mask` is set. The per-layer
 buffers fold the KV heads into the batch, keys and values f32[B * KV, S, D],
 so that a decoding step writes each row's new key and value contiguously, and
-`lax.dynamic_update_slice` updates them in place inside a `while_loop` / `scan`. N continuations of each of B prompts
-can share the prompts' cache as a prefix instead of copying it to their rows:
+`lax.dynamic_update_slice` updates them in place inside a `while_loop` / `scan`.
+N continuations of each of B prompts can share the prompts' cache as a prefix
+instead of copying it to their rows:
 
   _, prefix = forward_cached(params, config, prompts, init_cache(config, B, P), mask)
   cache = continuation_cache(config, prefix, N, capacity)   # B * N rows
