@@ -362,6 +362,9 @@ class Transformer(nn.Module):
       return_features the features f32[B, T, d] the head reads.
     """
     cfg = self.config
+    if prefix is not None and kv is None:
+      raise ValueError("a shared prefix is continued in a cache: pass kv (see "
+                       "`forward_cached` and `continuation_cache`), or no prefix.")
     x = nn.Embed(cfg.vocab_size, cfg.width, name="embed")(tokens)
     rope = rotary_angles(positions, cfg.head_dim, cfg.rope_base)
     new_kv = []

@@ -399,6 +399,11 @@ def test_decoding_after_a_shared_prefix_matches_whole_sequences(num_kv_heads):
   with pytest.raises(ValueError, match="not a multiple of the prefix's 3"):
     model.forward_cached(params, config, jnp.ones((4, 1), jnp.int32),
                          model.init_cache(config, 4, 6), prefix=prefix)
+  tokens = jnp.ones((12, 1), jnp.int32)
+  with pytest.raises(ValueError, match="a shared prefix is continued in a cache: pass kv"):
+    model.Transformer(config).apply({"params": params}, tokens, jnp.zeros_like(tokens),
+                                    jnp.ones((12, 1, 1), bool),
+                                    prefix=tuple(zip(prefix.keys, prefix.values)))
 
 
 @pytest.mark.slow
