@@ -563,8 +563,9 @@ def _seconds_between(a: str, b: str) -> float:
 
 def _run_times(events) -> str:
   """Each run's minutes: finished runs as "name 30.0", with "(+ 12.0 before an
-  interruption)" where earlier invocations were stopped inside it; runs not
-  finished yet as "name 12.0 so far"."""
+  interruption)" where earlier invocations were stopped inside it and "(20.0 +
+  25.0: extended)" where a finished run was extended by a later invocation; runs
+  not finished yet as "name 12.0 so far"."""
   finished, interrupted = {}, {}
   for e in events:
     if e["event"] != "run":
@@ -572,8 +573,10 @@ def _run_times(events) -> str:
     if e.get("interrupted"):
       interrupted[e["name"]] = interrupted.get(e["name"], 0.0) + e["seconds"]
     elif e["returncode"] == 0:
-      finished[e["name"]] = e["seconds"]
-  parts = [f"{name} {seconds / 60:.1f}"
+      finished.setdefault(e["name"], []).append(e["seconds"])
+  parts = [f"{name} {sum(seconds) / 60:.1f}"
+           + (" (" + " + ".join(f"{s / 60:.1f}" for s in seconds) + ": extended)"
+              if len(seconds) > 1 else "")
            + (f" (+ {interrupted[name] / 60:.1f} before an interruption)"
               if name in interrupted else "")
            for name, seconds in finished.items()]
@@ -598,9 +601,11 @@ def sweep_info(sweep_dirs: Sequence[str]) -> List[str]:
     killed = sum(i["killed"] for i in invocations)
     idle = sum(not i["runs"] and not i["killed"] for i in invocations[1:])
     resumed = len(invocations) - 1 - idle
+    commands = list(dict.fromkeys(start["command"] for start in starts))
     lines.append(f"- `{name}`: `{starts[0]['command']}` at commit `{starts[0]['commit']}`"
                  + (f" (resumed {resumed}×)" if resumed else "")
-                 + (f" (then {idle} invocation(s) found every run finished)" if idle else ""))
+                 + (f" (then {idle} invocation(s) found every run finished)" if idle else "")
+                 + "".join(f"; then `{c}`" for c in commands[1:]))
     machines = list(dict.fromkeys(start["machine"] for start in starts))
     lines.append(f"  - machine: {machines[0]}" if len(machines) == 1 else
                  "  - machines (invocations differ): " + "; ".join(machines))

@@ -15,7 +15,8 @@ overrides that differ between entries (`reward_shaping-multiplication-lam=0.1`).
 Every entry is checked (config file, keys, values) before anything compiles, and
 the base models and eval datasets are built once, before the runs start. Running the
 same command again resumes the sweep: finished runs are skipped, interrupted ones
-continue from their last checkpoint. Ctrl-C or `kill PID` stops the sweep and its
+continue from their last checkpoint; with more steps (`train.num_steps`, e.g. a
+sweep file's `steps=600`) it extends the finished runs from their last checkpoint. Ctrl-C or `kill PID` stops the sweep and its
 runs, logging the time each had run. A sweep directory made by a different sweep
 is refused unless --overwrite. `SWEEP_DIR/sweep.jsonl` records the command, the
 commit, the machine and each run's wall time; `python -m experiments.report
@@ -31,7 +32,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, NamedTuple, Sequence
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 from absl import app, flags, logging
 
@@ -148,11 +149,13 @@ def check_run(run: RunSpec) -> None:
     raise ValueError(f"Run {run.name!r}: {err}") from err
 
 
-def is_finished(workdir: str) -> bool:
-  """Whether a run directory holds the final evaluation of a completed run."""
+def is_finished(workdir: str, num_steps: Optional[int] = None) -> bool:
+  """Whether a run directory holds the final evaluation of a completed run: at
+  step `num_steps`, or by default at the length it was started with."""
   try:
-    with open(os.path.join(workdir, "config.json")) as f:
-      num_steps = json.load(f)["train"]["num_steps"]
+    if num_steps is None:
+      with open(os.path.join(workdir, "config.json")) as f:
+        num_steps = json.load(f)["train"]["num_steps"]
     steps = [r["step"] for r in writers.read_jsonl(os.path.join(workdir, "eval.jsonl"))]
   except (OSError, ValueError, KeyError):
     return False
@@ -176,8 +179,19 @@ def _log(sweep_dir: str, record: Dict[str, Any]) -> None:
     f.write(json.dumps(record) + "\n")
 
 
+def _without_extendable(manifest: Dict[str, Any]) -> str:
+  """A manifest as JSON, without the overrides a run may raise when resumed."""
+  runs = [dict(r, overrides={k: v for k, v in r["overrides"].items()
+                             if k not in loop.EXTENDABLE}) for r in manifest["runs"]]
+  return json.dumps({**manifest, "runs": runs}, sort_keys=True, default=str)
+
+
 def prepare_sweep_dir(sweep_dir: str, runs: List[RunSpec], overwrite: bool) -> None:
-  """Creates the sweep directory; refuses one made by a different sweep."""
+  """Creates the sweep directory; refuses one made by a different sweep.
+
+  The same sweep with more steps (`train.num_steps`) is not a different sweep:
+  its finished runs are extended (`loop.check_resumable` refuses fewer steps).
+  """
   manifest = {"runs": [r._asdict() for r in runs]}
   path = os.path.join(sweep_dir, "sweep.json")
   if os.path.exists(path) and overwrite:
@@ -185,7 +199,7 @@ def prepare_sweep_dir(sweep_dir: str, runs: List[RunSpec], overwrite: bool) -> N
   if os.path.exists(path):
     with open(path) as f:
       existing = json.load(f)
-    if json.dumps(existing, sort_keys=True) != json.dumps(manifest, sort_keys=True, default=str):
+    if _without_extendable(existing) != _without_extendable(manifest):
       raise FileExistsError(
           f"Sweep directory {sweep_dir!r} holds a different sweep. Pass --overwrite to delete "
           f"it, or --sweep_dir to choose another directory.")
@@ -227,7 +241,8 @@ def run_sweep(runs: List[RunSpec], sweep_dir: str, parallel: int = 1,
       raise ValueError(f"Run {run.name!r}: {err}") from err
   pending = []
   for run in runs:
-    if is_finished(os.path.join(sweep_dir, "runs", run.name)):
+    if is_finished(os.path.join(sweep_dir, "runs", run.name),
+                   build_config(run).train.num_steps):
       print(f"skip {run.name}: finished", flush=True)
     else:
       pending.append(run)

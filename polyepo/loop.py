@@ -8,7 +8,9 @@ The host only logs, evaluates and checkpoints between compiled chunks of
 directory holds config.json, train.jsonl and eval.jsonl (the source of truth),
 TensorBoard event files under tb/, and orbax checkpoints under checkpoints/.
 An existing run directory is never overwritten silently: pass resume=True to
-continue from its last checkpoint or overwrite=True to start afresh.
+continue from its last checkpoint or overwrite=True to start afresh. Resumed
+with a larger `num_steps`, a finished run is extended: it continues from its
+last checkpoint exactly as a run started with that length would have.
 """
 
 import dataclasses
@@ -128,14 +130,20 @@ def prepare_workdir(workdir: str, resume: bool, overwrite: bool) -> None:
 RESUMABLE_CHANGES = ("run.seed_batch_size", "run.num_devices", "train.microbatch_rows",
                      "base.cache_dir", "base.report") + tuple(
                          f"base.pretrain.{name}" for name in pretrain.COMPUTE_FIELDS)
+# Fields a resumed run may raise: a run resumed with more steps continues from
+# its last checkpoint, and its steps are those of a run started with the longer
+# length (the learning-rate schedule, `train.make_optimizer`, does not depend on
+# it), so a finished run can be extended.
+EXTENDABLE = ("train.num_steps",)
 
 
 def check_resumable(workdir: str, config_record: Dict[str, Any]) -> None:
   """Refuses to resume a run under another config than the one it started with.
 
   Compares config_record with the run's config.json, field by field, apart
-  from RESUMABLE_CHANGES (a field that only one of them has counts as changed).
-  Raises ValueError naming each changed field with both values.
+  from RESUMABLE_CHANGES and a raised EXTENDABLE field (a field that only one
+  of them has counts as changed). Raises ValueError naming each changed field
+  with both values.
   """
   path = os.path.join(workdir, "config.json")
   if not os.path.exists(path):
@@ -144,16 +152,19 @@ def check_resumable(workdir: str, config_record: Dict[str, Any]) -> None:
     started = traverse_util.flatten_dict(json.load(f), sep=".")
   now = traverse_util.flatten_dict(json.loads(json.dumps(config_record, default=str)), sep=".")
   unset = object()
+  extended = lambda k: (k in EXTENDABLE and k in started and k in now
+                        and now[k] >= started[k])
   changed = [k for k in sorted(started.keys() | now.keys())
              if not any(k == f or k.startswith(f + ".") for f in RESUMABLE_CHANGES)
-             and started.get(k, unset) != now.get(k, unset)]
+             and started.get(k, unset) != now.get(k, unset) and not extended(k)]
   if changed:
     show = lambda v: "unset" if v is unset else repr(v)
     raise ValueError(
         f"Run directory {workdir!r} was started with another config: "
         + "; ".join(f"{k} {show(started.get(k, unset))} -> {show(now.get(k, unset))}"
                     for k in changed)
-        + ". Resume it with the config it started with, or pass --overwrite to start afresh.")
+        + ". Resume it with the config it started with (" + ", ".join(EXTENDABLE)
+        + " may only grow: the run is extended), or pass --overwrite to start afresh.")
 
 
 def _seed_params(params, seed: int):

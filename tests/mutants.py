@@ -198,6 +198,11 @@ MUTANTS = (
            "pass",
            ("tests/test_train.py", "-k", "resume", *WITH_SLOW),
            "a resumed run keeps the records logged after its last checkpoint"),
+    Mutant("resume_allows_fewer_steps", "polyepo/loop.py",
+           "and now[k] >= started[k])",
+           "and True)",
+           ("tests/test_train.py::test_resuming_under_another_config_is_refused",),
+           "a run resumes with fewer steps than it was started with"),
     # -- polyepo/advantages.py ---------------------------------------------------
     Mutant("polychromic_closed_form_sign", "polyepo/advantages.py",
            "- q2 * (label_reward - r))",

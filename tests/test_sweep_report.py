@@ -135,6 +135,40 @@ def test_sweep_resumes_and_skips_finished_runs(tiny_sweep, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_sweep_with_more_steps_extends_its_finished_runs(tiny_sweep, tmp_path):
+  """The tiny sweep (4 steps a run) rerun with 6 steps in its directory extends
+  one run from its step-4 checkpoint: its first 4 steps' records are kept, it
+  ends at step 6, and it equals that run started with 6 steps; the others are
+  extended too. The same sweep with fewer steps is refused, naming the field."""
+  path, shared, cache = tiny_sweep
+  sweep_dir = tmp_path / "out"
+  shutil.copytree(shared, sweep_dir)
+  work = sweep_dir / "runs" / "grpo-smoke"
+  before = _records(work / "train.jsonl")
+  longer = tmp_path / "longer.py"
+  longer.write_text(TINY_SWEEP.replace('"run.eval_num_samples": 8',
+                                       '"run.eval_num_samples": 8, "train.num_steps": 6'))
+  result = _sweep([f"--sweep={longer}", f"--sweep_dir={sweep_dir}"], cache)
+  assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+  assert "skip " not in result.stdout
+  extended = _records(work / "train.jsonl")
+  assert [r["step"] for r in extended] == [1, 2, 3, 4, 5, 6] and extended[:4] == before
+  assert [r["step"] for r in _records(work / "eval.jsonl")][-2:] == [4, 6]
+  assert sweep.is_finished(str(work)) and not sweep.is_finished(str(work), 8)
+  fresh = tmp_path / "fresh"
+  run = [r for r in sweep.load_sweep(str(longer)) if r.name == "grpo-smoke"][0]
+  done = subprocess.run([sys.executable, "-m", "experiments.synthetic", *run.flags(),
+                         f"--workdir={fresh}"], cwd=ROOT, env=_env(cache), capture_output=True,
+                        text=True, timeout=1800)
+  assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+  assert _records(fresh / "train.jsonl") == extended
+  assert _records(fresh / "eval.jsonl")[-1] == _records(work / "eval.jsonl")[-1]
+  shorter = _sweep([f"--sweep={path}", f"--sweep_dir={sweep_dir}"], cache)
+  assert shorter.returncode != 0
+  assert "train.num_steps 6 -> 4" in shorter.stderr and "may only grow" in shorter.stderr
+
+
+@pytest.mark.slow
 def test_sweep_refuses_a_run_started_under_another_config(tiny_sweep, tmp_path):
   """A finished run whose config.json differs from what the sweep would run (here:
   another learning rate) is neither skipped nor resumed: the sweep stops first,
@@ -400,6 +434,27 @@ def test_sweep_info_counts_logged_interruptions_and_not_idle_invocations(tmp_pat
   assert "(resumed 2×)" in lines[0]
   assert lines[2].startswith("  - wall time 46.0 min over 4 invocation(s) (2 interrupted, ")
   assert lines[2].endswith("b 10.0 (+ 5.0 before an interruption), c 1.0 so far min")
+
+
+def test_sweep_info_sums_an_extended_run_and_shows_the_extending_command(tmp_path):
+  """By hand: run a finished in 1800 s; the sweep rerun with steps=600 extended
+  it in 1500 s: 55.0 min in all, both commands named."""
+  start = {"event": "start", "commit": "abc", "machine": "EPYC"}
+  events = [
+      dict(start, time="2026-01-01T10:00:00", command="python -m experiments.sweep x"),
+      {"time": "2026-01-01T10:30:00", "event": "run", "name": "a", "returncode": 0,
+       "seconds": 1800.0},
+      {"time": "2026-01-01T10:30:00", "event": "end", "seconds": 1800.0, "ok": True},
+      dict(start, time="2026-01-02T09:00:00", command="python -m experiments.sweep x:steps=600"),
+      {"time": "2026-01-02T09:25:00", "event": "run", "name": "a", "returncode": 0,
+       "seconds": 1500.0},
+      {"time": "2026-01-02T09:25:00", "event": "end", "seconds": 1500.0, "ok": True}]
+  (tmp_path / "sweep.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+  lines = report.sweep_info([str(tmp_path)])
+  assert lines[0].endswith("at commit `abc` (resumed 1×); then "
+                           "`python -m experiments.sweep x:steps=600`")
+  assert lines[2] == ("  - wall time 55.0 min over 2 invocation(s); 1 runs took a 55.0 "
+                      "(30.0 + 25.0: extended) min")
 
 
 def test_an_interrupted_sweep_stops_its_runs_and_logs_their_time(tmp_path, monkeypatch):

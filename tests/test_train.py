@@ -478,8 +478,9 @@ def test_existing_workdir_is_refused(tmp_path):
 
 def test_resuming_under_another_config_is_refused(tmp_path):
   """A run resumes only under the config it started with, apart from how it is
-  computed (seed batches, micro-batches, devices) and where the base model is
-  cached; every changed field is named with both values."""
+  computed (seed batches, micro-batches, devices), where the base model is
+  cached and more steps (it is extended); every changed field is named with
+  both values."""
   started = {"train": {"learning_rate": 3e-5, "microbatch_rows": 32, "set_size": 4},
              "run": {"seed_batch_size": 0, "eval_splits": ("test", "ood")},
              "base": {"pretrain": {"preference_steps": 150, "microbatch_rows": 32},
@@ -501,6 +502,11 @@ def test_resuming_under_another_config_is_refused(tmp_path):
   added = {**started, "train": {**started["train"], "lam": 0.3}}
   with pytest.raises(ValueError, match=r"train.lam unset -> 0.3"):
     loop.check_resumable(str(tmp_path), added)
+  steps = lambda n: {**started, "train": {**started["train"], "num_steps": n}}
+  (tmp_path / "config.json").write_text(json.dumps(steps(300)))
+  loop.check_resumable(str(tmp_path), steps(600))  # a finished run is extended
+  with pytest.raises(ValueError, match=r"train.num_steps 300 -> 200\. .*may only grow"):
+    loop.check_resumable(str(tmp_path), steps(200))
   loop.check_resumable(str(tmp_path / "fresh"), science)  # nothing started there
 
 
@@ -539,6 +545,32 @@ def _records(path):
   """The JSONL records without their wall-clock timings."""
   return [{k: v for k, v in r.items() if k != "seconds_per_step"}
           for r in writers.read_jsonl(str(path))]
+
+
+@pytest.mark.slow
+def test_an_extended_run_matches_a_run_started_longer(setup, tmp_path):
+  """A finished 4-step run resumed with num_steps=6 continues from its step-4
+  checkpoint: every record and parameter equals a 6-step run's (its step-4
+  evaluation is one of that run's, eval_every=2)."""
+  env, params, mc, base = setup
+  run = lambda config, wd, **kw: loop.train_and_evaluate(
+      config, mc, env, params, base, _problems(env, params), str(wd), SETTINGS,
+      progress=False, config_record={"train": dataclasses.asdict(config)}, **kw)
+  run(RESUME, tmp_path / "full")
+  short = dataclasses.replace(RESUME, num_steps=4)
+  run(short, tmp_path / "extended")
+  assert [r["step"] for r in _records(tmp_path / "extended" / "eval.jsonl")] == [0, 2, 4]
+  with pytest.raises(ValueError, match="may only grow"):
+    run(dataclasses.replace(RESUME, num_steps=2), tmp_path / "extended", resume=True)
+  run(RESUME, tmp_path / "extended", resume=True)
+  full = _final_params(tmp_path / "full", setup, RESUME)
+  extended = _final_params(tmp_path / "extended", setup, RESUME)
+  assert int(extended.step[0]) == 6
+  jax.tree.map(np.testing.assert_array_equal, (full.params, full.opt_state),
+               (extended.params, extended.opt_state))
+  for name in ("train.jsonl", "eval.jsonl"):
+    assert _records(tmp_path / "extended" / name) == _records(tmp_path / "full" / name), name
+  assert json.load(open(tmp_path / "extended" / "config.json"))["train"]["num_steps"] == 6
 
 
 def test_a_run_without_the_start_evaluation(setup, tmp_path):
