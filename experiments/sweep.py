@@ -16,7 +16,9 @@ Every entry is checked (config file, keys, values) before anything compiles, and
 the base models and eval datasets are built once, before the runs start. Running the
 same command again resumes the sweep: finished runs are skipped, interrupted ones
 continue from their last checkpoint; with more steps (`train.num_steps`, e.g. a
-sweep file's `steps=600`) it extends the finished runs from their last checkpoint. Ctrl-C or `kill PID` stops the sweep and its
+sweep file's `steps=600`) it extends the finished runs from their last checkpoint.
+`--only='grpo-*,poly_epo-*'` runs (or resumes, or extends) only the runs whose
+names match, leaving the others as they are. Ctrl-C or `kill PID` stops the sweep and its
 runs, logging the time each had run. A sweep directory made by a different sweep
 is refused unless --overwrite. `SWEEP_DIR/sweep.jsonl` records the command, the
 commit, the machine and each run's wall time; `python -m experiments.report
@@ -24,6 +26,7 @@ SWEEP_DIR` turns the directory into tables and plots.
 """
 
 import datetime
+import fnmatch
 import importlib.util
 import json
 import os
@@ -45,6 +48,9 @@ _SWEEP_DIR = flags.DEFINE_string("sweep_dir", None,
                                  "Sweep directory (default: runs/sweeps/<sweep name>).")
 _PARALLEL = flags.DEFINE_integer("parallel", 1, "Runs executed at once (processes).")
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Delete an existing sweep directory first.")
+_ONLY = flags.DEFINE_list("only", None, "Run only the runs whose names match one of these "
+                          "shell patterns (e.g. 'grpo-*,poly_epo-*'); the others are left as "
+                          "they are.")
 flags.mark_flags_as_required(["sweep"])
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -229,6 +235,21 @@ def prepare_shared(runs: List[RunSpec]) -> None:
       build.eval_problems(config.domain)
 
 
+def select_runs(runs: List[RunSpec], patterns: Optional[Sequence[str]]) -> List[RunSpec]:
+  """The runs whose names match one of the shell patterns (all runs for None).
+
+  Raises:
+    ValueError naming a pattern that matches no run, and the runs' names.
+  """
+  if patterns is None:
+    return runs
+  for pattern in patterns:
+    if not any(fnmatch.fnmatchcase(run.name, pattern) for run in runs):
+      raise ValueError(f"--only pattern {pattern!r} matches no run of this sweep; its runs: "
+                       + ", ".join(run.name for run in runs) + ".")
+  return [run for run in runs if any(fnmatch.fnmatchcase(run.name, p) for p in patterns)]
+
+
 def run_sweep(runs: List[RunSpec], sweep_dir: str, parallel: int = 1,
               progress: bool = True) -> bool:
   """Runs every unfinished run; returns whether all of them succeeded."""
@@ -319,17 +340,20 @@ def main(argv):
   if _PARALLEL.value < 1:
     raise app.UsageError(f"--parallel must be >= 1, got {_PARALLEL.value}.")
   runs = load_sweep(_SWEEP.value)  # every entry checked before anything compiles
+  selected = select_runs(runs, _ONLY.value)
   sweep_name = os.path.splitext(os.path.basename(_SWEEP.value.partition(":")[0]))[0]
   sweep_dir = _SWEEP_DIR.value or os.path.join("runs", "sweeps", sweep_name)
   prepare_sweep_dir(sweep_dir, runs, _OVERWRITE.value)
-  print(f"sweep {_SWEEP.value}: {len(runs)} runs into {sweep_dir}", flush=True)
+  print(f"sweep {_SWEEP.value}: {len(selected)} of {len(runs)} runs into {sweep_dir}"
+        if _ONLY.value else f"sweep {_SWEEP.value}: {len(runs)} runs into {sweep_dir}",
+        flush=True)
   tic = time.time()
   _log(sweep_dir, {"event": "start", "command": " ".join(["python -m experiments.sweep"]
                                                          + sys.argv[1:]),
                    "commit": _commit(), "machine": machine.describe()})
-  prepare_shared(runs)
+  prepare_shared(selected)
   _interrupt_on_sigterm()
-  ok = run_sweep(runs, sweep_dir, _PARALLEL.value)
+  ok = run_sweep(selected, sweep_dir, _PARALLEL.value)
   _log(sweep_dir, {"event": "end", "seconds": round(time.time() - tic, 1), "ok": ok})
   print(f"sweep finished in {(time.time() - tic) / 60:.1f} min; "
         f"report: python -m experiments.report {sweep_dir}", flush=True)

@@ -82,6 +82,17 @@ def test_run_names_show_what_varies():
   assert longer[0].overrides["train.num_steps"] == 300
 
 
+def test_only_selects_runs_by_name_pattern():
+  runs = [sweep.RunSpec(name, "configs/grpo.py", "", {})
+          for name in ("grpo-a", "poly_epo-a", "poly_epo-b")]
+  assert [r.name for r in sweep.select_runs(runs, None)] == ["grpo-a", "poly_epo-a", "poly_epo-b"]
+  assert [r.name for r in sweep.select_runs(runs, ["poly_epo-*"])] == ["poly_epo-a", "poly_epo-b"]
+  assert [r.name for r in sweep.select_runs(runs, ["*-b", "grpo-a"])] == ["grpo-a", "poly_epo-b"]
+  with pytest.raises(ValueError, match=r"'ppo-\*' matches no run of this sweep; its runs: "
+                                       r"grpo-a, poly_epo-a, poly_epo-b\."):
+    sweep.select_runs(runs, ["grpo-*", "ppo-*"])
+
+
 @pytest.mark.parametrize("entry, message", [
     ('("configs/nope.py", "", {})', "does not exist"),
     ('("configs/grpo.py", "domain=chess", {})', "chess"),
@@ -136,21 +147,25 @@ def test_sweep_resumes_and_skips_finished_runs(tiny_sweep, tmp_path):
 
 @pytest.mark.slow
 def test_a_sweep_with_more_steps_extends_its_finished_runs(tiny_sweep, tmp_path):
-  """The tiny sweep (4 steps a run) rerun with 6 steps in its directory extends
-  one run from its step-4 checkpoint: its first 4 steps' records are kept, it
-  ends at step 6, and it equals that run started with 6 steps; the others are
-  extended too. The same sweep with fewer steps is refused, naming the field."""
+  """The tiny sweep (4 steps a run) rerun with 6 steps in its directory, `--only`
+  its GRPO run, extends that run from its step-4 checkpoint: its first 4 steps'
+  records are kept, it ends at step 6, and it equals that run started with 6
+  steps; the other runs are left as they were. The same sweep with fewer steps is
+  refused, naming the field."""
   path, shared, cache = tiny_sweep
   sweep_dir = tmp_path / "out"
   shutil.copytree(shared, sweep_dir)
   work = sweep_dir / "runs" / "grpo-smoke"
   before = _records(work / "train.jsonl")
+  other = sweep_dir / "runs" / "reward_shaping-smoke-lam=0.1" / "train.jsonl"
+  untouched = other.read_text()
   longer = tmp_path / "longer.py"
   longer.write_text(TINY_SWEEP.replace('"run.eval_num_samples": 8',
                                        '"run.eval_num_samples": 8, "train.num_steps": 6'))
-  result = _sweep([f"--sweep={longer}", f"--sweep_dir={sweep_dir}"], cache)
+  result = _sweep([f"--sweep={longer}", f"--sweep_dir={sweep_dir}", "--only=grpo-*"], cache)
   assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-  assert "skip " not in result.stdout
+  assert "1 of 3 runs" in result.stdout and "skip " not in result.stdout
+  assert other.read_text() == untouched
   extended = _records(work / "train.jsonl")
   assert [r["step"] for r in extended] == [1, 2, 3, 4, 5, 6] and extended[:4] == before
   assert [r["step"] for r in _records(work / "eval.jsonl")][-2:] == [4, 6]
