@@ -391,6 +391,11 @@ def test_committed_tuning_regenerates_determinism_check(tmp_path):
           (directory, name)
 
 
+def _write_events(sweep_dir, events):
+  """Writes a sweep's log, sweep.jsonl, one event per line as experiments.sweep does."""
+  (sweep_dir / "sweep.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
 def test_sweep_info_counts_interrupted_invocations_up_to_their_last_run(tmp_path):
   """Wall time by hand: a killed invocation (no "end") counts from its start to
   its last finished run, 10:00:00 to 10:30:00; the resumed one its own 600 s."""
@@ -404,7 +409,7 @@ def test_sweep_info_counts_interrupted_invocations_up_to_their_last_run(tmp_path
       {"time": "2026-01-02T09:10:00", "event": "run", "name": "b", "returncode": 0,
        "seconds": 600.0},
       {"time": "2026-01-02T09:10:00", "event": "end", "seconds": 600.0, "ok": True}]
-  (tmp_path / "sweep.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+  _write_events(tmp_path, events)
   lines = report.sweep_info([str(tmp_path)])
   assert lines[0].endswith("at commit `abc` (resumed 1×)")
   assert lines[1] == "  - machines (invocations differ): EPYC; Xeon"
@@ -412,7 +417,7 @@ def test_sweep_info_counts_interrupted_invocations_up_to_their_last_run(tmp_path
                       " up to its last record; the time of a run killed with its sweep is not"
                       " recorded); 2 runs took a 30.0, b 10.0 min")
   # Without the second invocation: one machine, one interrupted invocation.
-  (tmp_path / "sweep.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events[:2]))
+  _write_events(tmp_path, events[:2])
   assert report.sweep_info([str(tmp_path)])[1] == "  - machine: EPYC"
 
 
@@ -434,7 +439,7 @@ def test_sweep_info_counts_logged_interruptions_and_not_idle_invocations(tmp_pat
       {"time": "2026-01-02T09:10:00", "event": "end", "seconds": 600.0, "ok": True},
       dict(start, time="2026-01-03T09:00:00"),
       {"time": "2026-01-03T09:00:02", "event": "end", "seconds": 2.0, "ok": True}]
-  (tmp_path / "sweep.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+  _write_events(tmp_path, events)
   lines = report.sweep_info([str(tmp_path)])
   assert lines[0].endswith("at commit `abc` (resumed 1×) (then 1 invocation(s) found every run "
                            "finished)")
@@ -444,7 +449,7 @@ def test_sweep_info_counts_logged_interruptions_and_not_idle_invocations(tmp_pat
   events += [dict(start, time="2026-01-04T09:00:00"),
              {"time": "2026-01-04T09:01:00", "event": "run", "name": "c", "returncode": -15,
               "seconds": 60.0, "interrupted": True}]
-  (tmp_path / "sweep.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+  _write_events(tmp_path, events)
   lines = report.sweep_info([str(tmp_path)])
   assert "(resumed 2×)" in lines[0]
   assert lines[2].startswith("  - wall time 46.0 min over 4 invocation(s) (2 interrupted, ")
@@ -464,7 +469,7 @@ def test_sweep_info_sums_an_extended_run_and_shows_the_extending_command(tmp_pat
       {"time": "2026-01-02T09:25:00", "event": "run", "name": "a", "returncode": 0,
        "seconds": 1500.0},
       {"time": "2026-01-02T09:25:00", "event": "end", "seconds": 1500.0, "ok": True}]
-  (tmp_path / "sweep.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+  _write_events(tmp_path, events)
   lines = report.sweep_info([str(tmp_path)])
   assert lines[0].endswith("at commit `abc` (resumed 1×); then "
                            "`python -m experiments.sweep x:steps=600`")
