@@ -24,9 +24,12 @@ writes to --out (default SWEEP_DIR/report):
                         command, commit, machine and wall time (from its
                         sweep.jsonl).
   summary.json          {domain: {algorithm: {split: {metric: {"mean", "ci_low",
-                        "ci_high", "seeds"}}, "strategy_share": {...}}}}, with
-                        the base model's "forced_accuracy"; rounded to 4
-                        decimals, keys sorted, so that it is byte-stable.
+                        "ci_high", "seeds"}}, "strategy_share": {...}},
+                        "claims": [{"statement", "verdict", ...}]}}, with the
+                        base model's "forced_accuracy"; every claim of report.md
+                        with its verdict and the paired interval it rests on;
+                        rounded to 4 decimals, keys sorted, so that it is
+                        byte-stable.
   pass_at_k.png         pass@k against k, per domain and split.
   training.png          test pass@1, test pass@32 and ood pass@32 along training.
   distinct_correct.png  distinct correct strategies per prompt along training.
@@ -77,7 +80,7 @@ import functools
 import json
 import os
 import shutil
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from absl import app, flags
 import numpy as np
@@ -270,38 +273,85 @@ def pass_at_1_sources(rows: Dict[str, Dict[str, Any]], split: str = "test",
 
 # -- claims --------------------------------------------------------------------
 
+NOT_EVALUATED = "not evaluated"
+
+
+class Claim(NamedTuple):
+  """A claim judged on one domain's final evaluations: its markdown bullet in
+  report.md and its entry in summary.json.
+
+  verdict: stats.HOLDS, stats.FAILS, stats.UNJUDGED or NOT_EVALUATED.
+  lines: its markdown bullet (the bullets of its parts follow it, `bullets`).
+  details: what it was judged on, JSON-ready: for two rows a and b, the split,
+    metric, relation and margin, and the paired interval of a − b.
+  parts: a composite claim's own claims (the rare-strategy claim: one per
+    strategy; it holds if one of them does).
+  """
+  statement: str
+  verdict: str
+  lines: Tuple[str, ...]
+  details: Dict[str, Any]
+  parts: Tuple["Claim", ...] = ()
+
+  def to_json(self) -> Dict[str, Any]:
+    """{"statement", "verdict", **details, "parts": [...] (when composite)}."""
+    out = {"statement": self.statement, "verdict": self.verdict, **self.details}
+    if self.parts:
+      out["parts"] = [part.to_json() for part in self.parts]
+    return out
+
+
+def bullets(judged: Sequence[Claim]) -> List[str]:
+  """The markdown bullets of claims, each followed by those of its parts."""
+  return [line for claim in judged for line in claim.lines + tuple(bullets(claim.parts))]
+
+
+def _interval_json(interval: stats.Interval) -> Dict[str, Optional[float]]:
+  return {"mean": _round(interval.mean), "ci_low": _round(interval.low),
+          "ci_high": _round(interval.high)}
+
 
 def _verdict(verdict: str) -> str:
   if verdict == stats.UNJUDGED:
     return "**not judged** (fewer than 2 seeds)"
+  if verdict == NOT_EVALUATED:
+    return verdict
   return f"**{verdict}**"
 
 
-def _claim(rows, statement, a, b, split, name, relation, margin=0.0) -> str:
-  """One claim about rows a and b of a domain (a markdown bullet), judged by
-  `stats.judge` on the paired bootstrap interval of a − b."""
+def _not_evaluated(statement: str, why: str = "not evaluated") -> Claim:
+  return Claim(statement, NOT_EVALUATED, (f"- {statement}: {why}",), {})
+
+
+def _claim(rows, statement, a, b, split, name, relation, margin=0.0) -> Claim:
+  """One claim about rows a and b of a domain, judged by `stats.judge` on the
+  paired bootstrap interval of a − b."""
   values_a = per_problem(rows[a]["record"], split, name)
   values_b = per_problem(rows[b]["record"], split, name)
   if values_a is None or values_b is None:
-    return f"- {statement}: not evaluated"
+    return _not_evaluated(statement)
   judgement = stats.judge(values_a, values_b, relation, margin)
   mean_a, mean_b = values_a.mean(), values_b.mean()
   text = (f"- {statement}: {a} {cell(stats.interval(values_a), name)} vs {b} "
           f"{cell(stats.interval(values_b), name)}; difference "
           f"{_signed(judgement.difference)} → {_verdict(judgement.verdict)}")
+  details = {"a": a, "b": b, "split": split, "metric": name, "relation": relation,
+             "margin": margin, "difference": _interval_json(judgement.difference)}
   if saturated(name, mean_a) and saturated(name, mean_b):
     text += " (both saturated: near the ceiling, the difference is uninformative)"
-  return text
+    details["saturated"] = True
+  return Claim(statement, judgement.verdict, (text,), details)
 
 
-def claims(rows: Dict[str, Dict[str, Any]]) -> List[str]:
-  """The papers' claims, checked on one domain's final evaluations (markdown bullets).
+def claims(rows: Dict[str, Dict[str, Any]]) -> List[Claim]:
+  """The papers' claims, checked on one domain's final evaluations.
 
   Each is judged by `stats.judge` on the paired bootstrap interval of the
   difference: it holds only when that whole interval clears the margin.
   """
   if not {"Base", "GRPO", "Poly-EPO"} <= set(rows):
-    return ["- (needs Base, GRPO and Poly-EPO runs)"]
+    return [Claim("the papers' claims", NOT_EVALUATED,
+                  ("- (needs Base, GRPO and Poly-EPO runs)",), {})]
   claim = functools.partial(_claim, rows)
   dc = "distinct_correct"
   out = [claim("GRPO's distinct correct strategies fall below the base model's",
@@ -311,11 +361,13 @@ def claims(rows: Dict[str, Dict[str, Any]]) -> List[str]:
          claim("Poly-EPO exceeds GRPO by more than 2 distinct correct strategies",
                "Poly-EPO", "GRPO", "test", dc, ">", 2.0)]
   for split in CLAIM_SPLITS:
+    statement = f"Poly-EPO's {split} pass@32 beats GRPO's"
     if per_problem(rows["GRPO"]["record"], split, "pass@32") is None:
-      out.append(f"- {split} pass@32: not evaluated (fewer than 32 samples per problem)")
+      out.append(Claim(statement, NOT_EVALUATED,
+                       (f"- {split} pass@32: not evaluated (fewer than 32 samples per "
+                        f"problem)",), {}))
       continue
-    out.append(claim(f"Poly-EPO's {split} pass@32 beats GRPO's",
-                     "Poly-EPO", "GRPO", split, "pass@32", ">"))
+    out.append(claim(statement, "Poly-EPO", "GRPO", split, "pass@32", ">"))
   if per_problem(rows["GRPO"]["record"], "ood", "pass@64") is not None:
     out.append(claim("Poly-EPO's ood pass@64 beats GRPO's",
                      "Poly-EPO", "GRPO", "ood", "pass@64", ">"))
@@ -324,12 +376,12 @@ def claims(rows: Dict[str, Dict[str, Any]]) -> List[str]:
   return out + amplification_claims(rows)
 
 
-def critic_claims(rows: Dict[str, Dict[str, Any]]) -> List[str]:
+def critic_claims(rows: Dict[str, Dict[str, Any]]) -> List[Claim]:
   """The same claims for the critic-based pair (Set RL note §6.1): Poly-PPO
   against PPO as Poly-EPO against GRPO, by the same rule and margins; then
   what Poly-PPO's vines add over Poly-EPO (the note expects nothing for
-  language models: "this inductive bias is not required"). Markdown bullets;
-  [] without PPO and Poly-PPO rows.
+  language models: "this inductive bias is not required"). [] without PPO and
+  Poly-PPO rows.
   """
   if not {"Base", "PPO", "Poly-PPO"} <= set(rows):
     return []
@@ -357,8 +409,10 @@ LAMBDA_METRICS = (("pass@1", "test pass@1"), ("distinct_correct", "distinct corr
 
 
 def lambda_table(runs: Sequence[RunRecord], rows: Dict[str, Dict[str, Any]],
-                 domain: str, amplifier: str = "Poly-EPO") -> Optional[List[str]]:
-  """Reward shaping at each λ against `amplifier` (no λ) on `test` (markdown lines).
+                 domain: str, amplifier: str = "Poly-EPO"
+                 ) -> Optional[Tuple[List[str], Claim]]:
+  """Reward shaping at each λ against `amplifier` (no λ) on `test`: the markdown
+  table's lines and the claim.
 
   One table row per λ trained on the reward-shaping row's budget
   (`records.shaping_by_lambda`; the comparison's row is marked): reward shaping's
@@ -376,11 +430,11 @@ def lambda_table(runs: Sequence[RunRecord], rows: Dict[str, Dict[str, Any]],
   header = ["λ"] + [name for _, name in LAMBDA_METRICS] + [
       f"{name}: {amplifier} − reward shaping" for _, name in LAMBDA_METRICS]
   lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-  matched, unjudged = [], False
+  matched, unjudged, per_lambda = [], False, []
   poly = rows[amplifier]["record"]
   for lam, run in shaping.items():
     record = run.evals[-1]
-    cells, ahead = [], []
+    cells, ahead, entry = [], [], {"lam": lam, "comparison_row": run is chosen}
     for name, _ in LAMBDA_METRICS:
       a, b = per_problem(poly, "test", name), per_problem(record, "test", name)
       judgement = stats.judge(a, b, ">")
@@ -394,8 +448,10 @@ def lambda_table(runs: Sequence[RunRecord], rows: Dict[str, Dict[str, Any]],
         side = "no clear difference"
       cells.append(f"{_signed(judgement.difference)}: {side}")
       ahead.append(judgement.verdict == stats.HOLDS)
+      entry[name] = {"difference": _interval_json(judgement.difference), "verdict": side}
     if not any(ahead):
       matched.append(f"{lam:g}")
+    per_lambda.append(entry)
     mark = " (the comparison's row)" if run is chosen else ""
     lines.append(f"| {lam:g}{mark} | "
                  + " | ".join(cell(value(record, "test", name), name)
@@ -410,7 +466,9 @@ def lambda_table(runs: Sequence[RunRecord], rows: Dict[str, Dict[str, Any]],
   text = f"- {statement} → {_verdict(verdict)}"
   if matched and not unjudged:
     text += f" (not ahead on either at λ = {', '.join(matched)})"
-  return lines + ["", text]
+  details = {"a": amplifier, "b": "Reward shaping", "split": "test",
+             "differences": f"{amplifier} − reward shaping at each λ", "per_lambda": per_lambda}
+  return lines, Claim(statement, verdict, (text,), details)
 
 
 def _percent(interval: stats.Interval) -> str:
@@ -418,31 +476,38 @@ def _percent(interval: stats.Interval) -> str:
 
 
 def amplification_claims(rows: Dict[str, Dict[str, Any]], amplifier: str = "Poly-EPO",
-                         baseline: str = "GRPO") -> List[str]:
-  """The rare-strategy claim, one bullet per strategy under RARE_SHARE of the base
-  model's `test` samples: its final test share reaches AMPLIFICATION times the
-  base model's under `amplifier` and not under `baseline` (row labels).
+                         baseline: str = "GRPO") -> List[Claim]:
+  """The rare-strategy claim, with one part per strategy under RARE_SHARE of the
+  base model's `test` samples: its final test share reaches AMPLIFICATION times
+  the base model's under `amplifier` and not under `baseline` (row labels).
 
   "a >= m·b" is judged as the claim "a - m·b > 0" on the paired bootstrap of the
   per-problem shares (and "not under the baseline" as "baseline - m·b < 0"); the
   strategy's claim holds only if both do. The headline claim, "a rare strategy
   is amplified by Poly-EPO and not by GRPO", holds if it holds for at least one
-  of them.
+  of them. [] when the records hold no strategy shares.
   """
   if "strategy_share" not in rows["Base"]["record"].get("test", {}).get("mean", {}):
     return []
   rare = rare_strategies(rows)
   statement = (f"A strategy under {RARE_SHARE:.0%} of the base model's test samples reaches "
                f"≥ {AMPLIFICATION:g}× its base share under {amplifier} and not under {baseline}")
+  # Each part judges a − AMPLIFICATION·Base > 0 and b − AMPLIFICATION·Base < 0.
+  details = {"a": amplifier, "b": baseline, "split": "test", "metric": "strategy share",
+             "amplification": AMPLIFICATION, "rare_share": RARE_SHARE}
   if not rare:
-    return [f"- {statement}: no strategy is that rare in the base model"]
-  out, verdicts = [], []
+    return [Claim(statement, NOT_EVALUATED,
+                  (f"- {statement}: no strategy is that rare in the base model",), details)]
+  parts = []
   for name in rare:
+    part = f"`{name}` reaches ≥ {AMPLIFICATION:g}× its base share under {amplifier} and not " \
+           f"under {baseline}"
     shares = {label: per_problem(rows[label]["record"], "test", f"share:{name}")
               for label in ("Base", baseline, amplifier)}
     if any(v is None for v in shares.values()):
-      out.append(f"  - `{name}`: not evaluated (the records hold no per-problem strategy "
-                 f"counts: rerun with this version)")
+      parts.append(Claim(part, NOT_EVALUATED,
+                         (f"  - `{name}`: not evaluated (the records hold no per-problem "
+                          f"strategy counts: rerun with this version)",), {"strategy": name}))
       continue
     scaled_base = AMPLIFICATION * shares["Base"]
     up = stats.judge(shares[amplifier], scaled_base, ">")
@@ -450,14 +515,13 @@ def amplification_claims(rows: Dict[str, Dict[str, Any]], amplifier: str = "Poly
     found = [up.verdict, flat.verdict]
     verdict = (stats.UNJUDGED if stats.UNJUDGED in found else
                stats.HOLDS if found == [stats.HOLDS, stats.HOLDS] else stats.FAILS)
-    verdicts.append(verdict)
     base = shares["Base"].mean()
 
     def times(label):
       ratio = shares[label].mean() / base if base > 0 else float("inf")
       return f"{ratio:.1f}×"
 
-    out.append(
+    text = (
         f"  - `{name}`: Base {_percent(stats.interval(shares['Base']))}; {amplifier} "
         f"{_percent(stats.interval(shares[amplifier]))} ({times(amplifier)}; {amplifier} − "
         f"{AMPLIFICATION:g}·Base {100 * up.difference.mean:+.2f} [{100 * up.difference.low:+.2f}, "
@@ -466,15 +530,23 @@ def amplification_claims(rows: Dict[str, Dict[str, Any]], amplifier: str = "Poly
         f"{AMPLIFICATION:g}·Base {100 * flat.difference.mean:+.2f} "
         f"[{100 * flat.difference.low:+.2f}, {100 * flat.difference.high:+.2f}] points) → "
         f"{_verdict(verdict)}")
+    parts.append(Claim(part, verdict, (text,), {
+        "strategy": name,
+        "share": {label: _interval_json(stats.interval(shares[label]))
+                  for label in ("Base", amplifier, baseline)},
+        "a_minus_scaled_base": dict(_interval_json(up.difference), verdict=up.verdict),
+        "b_minus_scaled_base": dict(_interval_json(flat.difference), verdict=flat.verdict)}))
+  verdicts = [p.verdict for p in parts if p.verdict != NOT_EVALUATED]
   if not verdicts:
-    overall = "not evaluated"
+    overall = NOT_EVALUATED
   elif stats.HOLDS in verdicts:
-    overall = _verdict(stats.HOLDS)
+    overall = stats.HOLDS
   elif stats.UNJUDGED in verdicts:
-    overall = _verdict(stats.UNJUDGED)
+    overall = stats.UNJUDGED
   else:
-    overall = _verdict(stats.FAILS)
-  return [f"- {statement} → {overall}"] + out
+    overall = stats.FAILS
+  return [Claim(statement, overall, (f"- {statement} → {_verdict(overall)}",), details,
+                tuple(parts))]
 
 
 # -- summary.json ----------------------------------------------------------------
@@ -486,9 +558,11 @@ def _round(x):
 
 def summary(runs: List[RunRecord]) -> Dict[str, Any]:
   """{domain: {algorithm key: {split: {metric: {"mean", "ci_low", "ci_high", "seeds"}},
-  "strategy_share": {strategy: final test share}}}}; the base model also has
-  "forced_accuracy" (test) when recorded. Rows without an ALGORITHM_KEYS entry
-  are left out; so are metrics not evaluated (pass@k for k above the samples)."""
+  "strategy_share": {strategy: final test share}}, "claims": [...]}}; the base
+  model also has "forced_accuracy" (test) when recorded. Rows without an
+  ALGORITHM_KEYS entry are left out; so are metrics not evaluated (pass@k for k
+  above the samples). "claims" holds report.md's claims in its order
+  (`Claim.to_json`: statement, verdict and the paired interval it rests on)."""
   out = {}
   for domain in sorted({r.domain for r in runs}):
     rows = select_rows(runs, domain)
@@ -516,6 +590,11 @@ def summary(runs: List[RunRecord]) -> Dict[str, Any]:
         if label == "Base" and test.get("forced_accuracy") is not None:
           entry["forced_accuracy"] = {n: _round(a) for n, a in test["forced_accuracy"].items()}
       out[domain][ALGORITHM_KEYS[label]] = entry
+    judged = claims(rows) + critic_claims(rows)
+    shaping = lambda_table(runs, rows, domain)
+    if shaping:
+      judged.append(shaping[1])
+    out[domain]["claims"] = [claim.to_json() for claim in judged]
   return out
 
 
@@ -699,14 +778,16 @@ def markdown(runs: List[RunRecord], sweep_dirs: Sequence[str]) -> str:
               f"First training step at which at least {DISCOVERY_SHARE:.0%} of the rollouts "
               "are correct and follow the strategy (seed mean):", "",
               discovery_table(rows, families), ""]
-    lines += [f"### {title} — the papers' claims", ""] + claims(rows) + [""]
+    lines += [f"### {title} — the papers' claims", ""] + bullets(claims(rows)) + [""]
     critic = critic_claims(rows)
     if critic:
-      lines += [f"### {title} — the same claims for PPO and Poly-PPO", ""] + critic + [""]
+      lines += ([f"### {title} — the same claims for PPO and Poly-PPO", ""] + bullets(critic)
+                + [""])
     shaping = lambda_table(runs, rows, domain)
     if shaping:
+      table, claim = shaping
       lines += [f"### {title} — reward shaping across λ against Poly-EPO (`test`)", "",
-                LAMBDA_NOTE, ""] + shaping + [""]
+                LAMBDA_NOTE, ""] + table + ["", *claim.lines, ""]
     sources = pass_at_1_sources(rows)
     if sources:
       lines += [f"### {title} — where each pass@1 difference to GRPO comes from (`test`)", "",

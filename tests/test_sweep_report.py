@@ -280,7 +280,10 @@ def test_summary_json_holds_the_final_evaluations(tiny_sweep, tmp_path):
   final = _final(sweep_dir, "grpo-smoke")
   domain = json.load(open(sweep_dir / "runs" / "grpo-smoke" / "config.json"))["domain"]
   assert list(summary) == [domain]
-  assert set(summary[domain]) == {"base", "grpo", "reward_shaping"}
+  assert set(summary[domain]) == {"base", "grpo", "reward_shaping", "claims"}
+  # No Poly-EPO run: the claims are listed as not evaluated, as in report.md.
+  assert summary[domain]["claims"] == [{"statement": "the papers' claims",
+                                        "verdict": "not evaluated"}]
   grpo = summary[domain]["grpo"]
   splits = [s for s in ("validation", "test", "ood") if s in final]
   assert set(grpo) == set(splits) | {"strategy_share"}

@@ -113,27 +113,36 @@ def test_lambda_table_judges_every_lambda_against_poly_epo():
                           lam=3.0)._replace(sweep=1), 10, 3)   # another budget: left out
   runs = [poly, trade_off, fewer, other_lr]
   rows = records.select_rows(runs, "multiplication")
-  lines = report.lambda_table(runs, rows, "multiplication")
+  lines, claim = report.lambda_table(runs, rows, "multiplication")
   assert [l.split(" | ")[0] for l in lines[2:4]] == ["| 0.1 (the comparison's row)", "| 0.3"]
   assert lines[2].endswith("| -0.188 [-0.188, -0.188]: Poly-EPO behind | "
                            "+2.000 [+2.000, +2.000]: Poly-EPO ahead |")
   assert lines[3].endswith("| +0.000 [+0.000, +0.000]: no clear difference | "
                            "+1.000 [+1.000, +1.000]: Poly-EPO ahead |")
-  assert lines[-1].endswith("→ **holds**")
+  assert claim.verdict == "holds" and claim.lines[0].endswith("→ **holds**")
+  # summary.json's entry: each λ's two differences, as in the table.
+  entry = claim.to_json()
+  assert [e["lam"] for e in entry["per_lambda"]] == [0.1, 0.3]
+  assert entry["per_lambda"][0]["comparison_row"] and not entry["per_lambda"][1]["comparison_row"]
+  assert entry["per_lambda"][0]["pass@1"] == {
+      "difference": {"mean": -0.1875, "ci_low": -0.1875, "ci_high": -0.1875},
+      "verdict": "Poly-EPO behind"}
+  assert entry["per_lambda"][1]["distinct_correct"]["verdict"] == "Poly-EPO ahead"
   # A λ that matches Poly-EPO on both fails the claim, and is named.
   level = _tested(_run("rs-1", "reward_shaping", "reward_shaping", 1e-4, [9] * P,
                        lam=1.0)._replace(sweep=1), 10, 3)
-  lines = report.lambda_table(runs + [level], rows, "multiplication")
-  assert lines[-1].endswith("→ **does not hold** (not ahead on either at λ = 1)")
+  _, claim = report.lambda_table(runs + [level], rows, "multiplication")
+  assert claim.verdict == "does not hold"
+  assert claim.lines[0].endswith("→ **does not hold** (not ahead on either at λ = 1)")
   # One seed is not judged; a single λ or no Poly-EPO row gives no table.
   one_seed = _tested(_run("rs-1", "reward_shaping", "reward_shaping", 1e-4, [9] * P,
                           lam=1.0)._replace(sweep=1), 10, 3, seeds=1)
   single = [_tested(_run("p1", "poly_epo", "set_rl", 1e-4, [8] * P), 10, 3, seeds=1),
             _tested(_run("r1", "reward_shaping", "reward_shaping", 1e-4, [9] * P,
                          lam=0.1), 16, 1, seeds=1), one_seed]
-  lines = report.lambda_table(single, records.select_rows(single, "multiplication"),
-                              "multiplication")
-  assert "not judged" in lines[-1]
+  _, claim = report.lambda_table(single, records.select_rows(single, "multiplication"),
+                                 "multiplication")
+  assert claim.verdict == "not judged" and "not judged" in claim.lines[0]
   assert report.lambda_table(runs[:2], rows, "multiplication") is None
   assert report.lambda_table(runs[1:], records.select_rows(runs[1:], "multiplication"),
                              "multiplication") is None

@@ -71,18 +71,19 @@ def test_saturated_rates_are_marked():
 
 
 def test_claims_from_constructed_records():
-  lines = report.claims(_rows({"Base": BASE, "GRPO": GRPO, "Poly-EPO": POLY}))
+  lines = report.bullets(report.claims(_rows({"Base": BASE, "GRPO": GRPO, "Poly-EPO": POLY})))
   assert len(lines) == 6 and all(l.endswith("**holds**") for l in lines), lines
   # Poly-EPO - GRPO = 3 distinct correct strategies on every problem: [3, 3] > 2.
   assert "difference +3.000 [+3.000, +3.000]" in lines[2]
   # The same values from one seed each: nothing is judged.
-  one = report.claims(_rows({"Base": BASE, "GRPO": GRPO, "Poly-EPO": POLY}, seeds=1))
+  one = report.bullets(report.claims(_rows({"Base": BASE, "GRPO": GRPO, "Poly-EPO": POLY},
+                                            seeds=1)))
   assert len(one) == 6 and all("**not judged** (fewer than 2 seeds)" in l for l in one), one
 
 
 def test_claims_on_identical_rows():
   """Three identical rows: every difference is exactly 0."""
-  lines = report.claims(_rows({"Base": POLY, "GRPO": POLY, "Poly-EPO": POLY}))
+  lines = report.bullets(report.claims(_rows({"Base": POLY, "GRPO": POLY, "Poly-EPO": POLY})))
   verdicts = [l.rsplit("→ ", 1)[1] for l in lines]
   assert verdicts[0] == "**does not hold**"    # GRPO below Base: high 0 is not < 0
   assert verdicts[1] == "**holds**"            # keeps them: 0 > -0.5
@@ -93,15 +94,38 @@ def test_claims_on_identical_rows():
   assert lines[5].endswith("**holds**")        # pass@1 within 3 points
 
 
+def test_each_claim_carries_its_verdict_and_interval_for_summary_json():
+  """The structured claims behind the bullets, worked by hand on the rows above."""
+  judged = report.claims(_rows({"Base": BASE, "GRPO": GRPO, "Poly-EPO": POLY}))
+  assert [c.verdict for c in judged] == ["holds"] * 6
+  exceeds = judged[2].to_json()
+  # Poly-EPO − GRPO is 3 distinct correct strategies on every problem and seed.
+  assert exceeds == {
+      "statement": "Poly-EPO exceeds GRPO by more than 2 distinct correct strategies",
+      "verdict": "holds", "a": "Poly-EPO", "b": "GRPO", "split": "test",
+      "metric": "distinct_correct", "relation": ">", "margin": 2.0,
+      "difference": {"mean": 3.0, "ci_low": 3.0, "ci_high": 3.0}}
+  # pass@1 differs by +1/32 on odd and -1/32 on even problems: mean 0, within 3 points.
+  within = judged[5].to_json()
+  assert (within["relation"], within["margin"], within["difference"]["mean"]) == \
+      ("within", 0.03, 0.0)
+  # Identical rows: pass@32 is 1 on both sides, marked saturated; one seed: not judged.
+  same = report.claims(_rows({"Base": POLY, "GRPO": POLY, "Poly-EPO": POLY}))
+  assert same[3].to_json()["saturated"] and "saturated" not in same[2].to_json()
+  one = report.claims(_rows({"Base": BASE, "GRPO": GRPO, "Poly-EPO": POLY}, seeds=1))
+  assert {c.verdict for c in one} == {"not judged"}
+  assert report.claims(_rows({"Base": BASE, "GRPO": GRPO}))[0].verdict == "not evaluated"
+
+
 def test_claims_need_the_three_rows():
-  assert report.claims(_rows({"Base": BASE, "GRPO": GRPO})) == [
+  assert report.bullets(report.claims(_rows({"Base": BASE, "GRPO": GRPO}))) == [
       "- (needs Base, GRPO and Poly-EPO runs)"]
 
 
 def test_critic_claims_judge_poly_ppo_against_ppo_and_poly_epo():
   # PPO and Poly-EPO as GRPO above, Poly-PPO as Poly-EPO above.
-  lines = report.critic_claims(_rows({"Base": BASE, "PPO": GRPO, "Poly-PPO": POLY,
-                                      "Poly-EPO": GRPO}))
+  lines = report.bullets(report.critic_claims(_rows({"Base": BASE, "PPO": GRPO, "Poly-PPO": POLY,
+                                      "Poly-EPO": GRPO})))
   assert len(lines) == 5, lines
   assert lines[0].startswith("- PPO's distinct correct strategies fall below the base model's")
   assert lines[1].startswith("- Poly-PPO exceeds PPO by more than 2 distinct correct")
@@ -135,8 +159,8 @@ RARE_BASE = np.where(EVEN, 1, 0)
 
 def test_a_rare_strategy_amplified_by_poly_epo_and_not_grpo():
   # Poly-EPO: 6 of 64 on every problem (12x the base share); GRPO: never.
-  lines = report.amplification_claims(_shares_rows(
-      {"Base": RARE_BASE, "GRPO": np.zeros(P, int), "Poly-EPO": np.full(P, 6)}))
+  lines = report.bullets(report.amplification_claims(_shares_rows(
+      {"Base": RARE_BASE, "GRPO": np.zeros(P, int), "Poly-EPO": np.full(P, 6)})))
   assert len(lines) == 2
   assert lines[0].startswith("- A strategy under 1% of the base model's test samples reaches "
                              "≥ 5× its base share under Poly-EPO and not under GRPO")
@@ -148,26 +172,26 @@ def test_a_rare_strategy_amplified_by_poly_epo_and_not_grpo():
 
 
 def test_amplification_fails_when_grpo_amplifies_too_or_poly_epo_falls_short():
-  both = report.amplification_claims(_shares_rows(
-      {"Base": RARE_BASE, "GRPO": np.full(P, 6), "Poly-EPO": np.full(P, 6)}))
+  both = report.bullets(report.amplification_claims(_shares_rows(
+      {"Base": RARE_BASE, "GRPO": np.full(P, 6), "Poly-EPO": np.full(P, 6)})))
   assert both[0].endswith("**does not hold**") and both[1].endswith("**does not hold**")
   # 3x the base share is not 5x.
-  short = report.amplification_claims(_shares_rows(
-      {"Base": RARE_BASE, "GRPO": np.zeros(P, int), "Poly-EPO": np.where(EVEN, 3, 0)}))
+  short = report.bullets(report.amplification_claims(_shares_rows(
+      {"Base": RARE_BASE, "GRPO": np.zeros(P, int), "Poly-EPO": np.where(EVEN, 3, 0)})))
   assert short[0].endswith("**does not hold**")
-  one_seed = report.amplification_claims(_shares_rows(
-      {"Base": RARE_BASE, "GRPO": np.zeros(P, int), "Poly-EPO": np.full(P, 6)}, seeds=1))
+  one_seed = report.bullets(report.amplification_claims(_shares_rows(
+      {"Base": RARE_BASE, "GRPO": np.zeros(P, int), "Poly-EPO": np.full(P, 6)}, seeds=1)))
   assert one_seed[0].endswith("**not judged** (fewer than 2 seeds)")
 
 
 def test_amplification_of_poly_ppo_is_judged_against_ppo():
   rows = _shares_rows({"Base": RARE_BASE, "PPO": np.full(P, 6), "Poly-PPO": np.full(P, 6),
                        "GRPO": np.zeros(P, int), "Poly-EPO": np.full(P, 6)})
-  lines = report.amplification_claims(rows, amplifier="Poly-PPO", baseline="PPO")
+  lines = report.bullets(report.amplification_claims(rows, amplifier="Poly-PPO", baseline="PPO"))
   assert lines[0].endswith("under Poly-PPO and not under PPO → **does not hold**"), lines[0]
   assert "Poly-PPO 9.38% [" in lines[1] and "PPO 9.38% [" in lines[1]
   # The default pair reads other rows of the same domain.
-  assert report.amplification_claims(rows)[0].endswith("**holds**")
+  assert report.bullets(report.amplification_claims(rows))[0].endswith("**holds**")
 
 
 def test_amplification_without_strategy_counts_says_so():
@@ -176,7 +200,7 @@ def test_amplification_without_strategy_counts_says_so():
     for seed in row["record"]["test"]["seeds"]:
       seed["per_problem"] = {k: v for k, v in seed["per_problem"].items()
                              if k != "strategy_counts"}
-  lines = report.amplification_claims(rows)
+  lines = report.bullets(report.amplification_claims(rows))
   assert lines[0].endswith("→ not evaluated")
   assert "rerun with this version" in lines[1]
 
@@ -215,3 +239,19 @@ def test_pass_at_1_sources_split_choice_from_execution():
     seed["per_problem"] = {k: v for k, v in seed["per_problem"].items() if k != "correct_counts"}
   assert report.pass_at_1_sources(rows) is None
   assert report.pass_at_1_sources(_sources_rows({"Poly-EPO": (5, 3, 1)})) is None  # no GRPO
+
+
+def test_the_rare_strategy_claim_has_one_part_per_strategy():
+  [claim] = report.amplification_claims(_shares_rows(
+      {"Base": RARE_BASE, "GRPO": np.zeros(P, int), "Poly-EPO": np.full(P, 6)}))
+  entry = claim.to_json()
+  assert entry["verdict"] == "holds" and entry["amplification"] == 5.0
+  [part] = entry["parts"]
+  assert part["strategy"] == "r" and part["verdict"] == "holds"
+  # By hand: Base 1/128, Poly-EPO 6/64 on every problem, GRPO 0; Poly-EPO − 5·Base
+  # = 0.09375 − 5/128 = 0.0547 on average.
+  assert part["share"]["Base"]["mean"] == round(1 / 128, 4)
+  assert part["share"]["Poly-EPO"] == {"mean": 0.0938, "ci_low": 0.0938, "ci_high": 0.0938}
+  assert part["a_minus_scaled_base"]["mean"] == round(6 / 64 - 5 / 128, 4)
+  assert part["a_minus_scaled_base"]["verdict"] == "holds"
+  assert part["b_minus_scaled_base"]["verdict"] == "holds"
