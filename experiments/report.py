@@ -363,9 +363,8 @@ def claims(rows: Dict[str, Dict[str, Any]]) -> List[Claim]:
   for split in CLAIM_SPLITS:
     statement = f"Poly-EPO's {split} pass@32 beats GRPO's"
     if per_problem(rows["GRPO"]["record"], split, "pass@32") is None:
-      out.append(Claim(statement, NOT_EVALUATED,
-                       (f"- {split} pass@32: not evaluated (fewer than 32 samples per "
-                        f"problem)",), {}))
+      out.append(_not_evaluated(statement, "not evaluated (fewer than 32 samples per "
+                                           "problem)"))
       continue
     out.append(claim(statement, "Poly-EPO", "GRPO", split, "pass@32", ">"))
   if per_problem(rows["GRPO"]["record"], "ood", "pass@64") is not None:

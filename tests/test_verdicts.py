@@ -19,11 +19,12 @@ def _seed(num_correct, distinct_correct, num_samples=32):
                           "distinct_correct": list(distinct_correct)}}
 
 
-def _rows(per_label, seeds=3):
+def _rows(per_label, seeds=3, num_samples=32):
   """Rows of one domain; per_label: {label: (num_correct[P], distinct_correct[P])},
   the same values on every seed and on both claim splits."""
   def record(num_correct, distinct_correct):
-    split = {"seeds": [_seed(num_correct, distinct_correct) for _ in range(seeds)]}
+    split = {"seeds": [_seed(num_correct, distinct_correct, num_samples)
+                       for _ in range(seeds)]}
     return {"step": 100, "test": split, "ood": split}
   return {label: {"record": record(*values), "note": ""} for label, values in per_label.items()}
 
@@ -115,6 +116,12 @@ def test_each_claim_carries_its_verdict_and_interval_for_summary_json():
   one = report.claims(_rows({"Base": BASE, "GRPO": GRPO, "Poly-EPO": POLY}, seeds=1))
   assert {c.verdict for c in one} == {"not judged"}
   assert report.claims(_rows({"Base": BASE, "GRPO": GRPO}))[0].verdict == "not evaluated"
+  # 24 samples per problem: pass@32 cannot be estimated, and says so.
+  few = report.claims(_rows({"Base": BASE, "GRPO": GRPO, "Poly-EPO": POLY}, num_samples=24))
+  assert [c.verdict for c in few[3:5]] == ["not evaluated"] * 2
+  assert report.bullets(few[3:4]) == [
+      "- Poly-EPO's test pass@32 beats GRPO's: not evaluated (fewer than 32 samples per "
+      "problem)"]
 
 
 def test_claims_need_the_three_rows():
