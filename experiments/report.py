@@ -799,9 +799,13 @@ RECORDS = ("config.json", "train.jsonl", "eval.jsonl")
 
 
 def archive_records(sweep_dir: str, destination: str) -> None:
-  """Copies a sweep's records (not its checkpoints or logs) to `destination`."""
+  """Copies a sweep's records (not its checkpoints or logs) to `destination`,
+  replacing the runs of an earlier archive there: a run the sweep no longer
+  has is not left behind to be read with the new ones."""
   if os.path.abspath(sweep_dir) == os.path.abspath(destination):
     return
+  if os.path.isdir(os.path.join(destination, "runs")):
+    shutil.rmtree(os.path.join(destination, "runs"))
   for name in ("sweep.json", "sweep.jsonl"):
     if os.path.exists(os.path.join(sweep_dir, name)):
       os.makedirs(destination, exist_ok=True)

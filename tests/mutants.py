@@ -307,6 +307,11 @@ MUTANTS = (
            "scaled_base = shares[\"Base\"]",
            ("tests/test_verdicts.py",),
            "the rare-strategy claim asks for any growth instead of 5x the base share"),
+    Mutant("archive_keeps_stale_runs", "experiments/report.py",
+           "    shutil.rmtree(os.path.join(destination, \"runs\"))",
+           "    pass",
+           ("tests/test_sweep_report.py",),
+           "archiving a sweep again leaves the runs it no longer has beside the new ones"),
     Mutant("lambda_claim_needs_both_ahead", "experiments/report.py",
            "    if not any(ahead):",
            "    if not all(ahead):",
@@ -351,9 +356,18 @@ def apply(mutant: Mutant, root: str) -> str:
 
 
 def copy_repository(destination: str) -> None:
-  shutil.copytree(ROOT, destination, ignore=shutil.ignore_patterns(
-      ".git", ".venv", "venv", "runs", "__pycache__", "*.egg-info", ".pytest_cache",
-      ".hypothesis", "build", "dist"))
+  """The working tree without its environments, caches and top-level runs/ (the
+  run records archived under results/ are kept: tests read them)."""
+  anywhere = shutil.ignore_patterns(".git", ".venv", "venv", "__pycache__", "*.egg-info",
+                                    ".pytest_cache", ".hypothesis", "build", "dist")
+
+  def ignore(directory, names):
+    ignored = set(anywhere(directory, names))
+    if os.path.abspath(directory) == os.path.abspath(ROOT) and "runs" in names:
+      ignored.add("runs")
+    return ignored
+
+  shutil.copytree(ROOT, destination, ignore=ignore)
 
 
 def pytest(root: str, args: Sequence[str], workers: int, timeout: int):

@@ -327,6 +327,26 @@ def test_archived_records_regenerate_the_report_byte_for_byte(tiny_sweep, tmp_pa
     assert (again / name).read_bytes() == (out / name).read_bytes(), name
 
 
+def test_archiving_again_replaces_the_earlier_archive(tmp_path):
+  """A sweep archived over an earlier archive of itself: its runs replace the old
+  ones, and a run it no longer has is gone (the report would read it otherwise)."""
+  sweep = tmp_path / "sweep"
+  for run in ("old", "kept"):
+    (sweep / "runs" / run).mkdir(parents=True)
+    (sweep / "runs" / run / "config.json").write_text(f'{{"name": "{run}"}}')
+    (sweep / "runs" / run / "checkpoints").mkdir()
+  (sweep / "sweep.json").write_text("{}")
+  report.archive_records(str(sweep), str(tmp_path / "archive"))
+  assert sorted(os.listdir(tmp_path / "archive" / "runs")) == ["kept", "old"]
+  shutil.rmtree(sweep / "runs" / "old")
+  (sweep / "runs" / "kept" / "config.json").write_text('{"name": "kept", "steps": 600}')
+  report.archive_records(str(sweep), str(tmp_path / "archive"))
+  assert os.listdir(tmp_path / "archive" / "runs") == ["kept"]
+  assert os.listdir(tmp_path / "archive" / "runs" / "kept") == ["config.json"]
+  assert json.loads((tmp_path / "archive" / "runs" / "kept" / "config.json").read_text()) == {
+      "name": "kept", "steps": 600}
+
+
 def test_a_report_of_unfinished_sweeps_says_it_is_partial(tiny_sweep, tmp_path):
   _, sweep_dir, _ = tiny_sweep
   report.write_report([str(sweep_dir)], str(tmp_path / "full"), plots=False, archive=True)
