@@ -37,7 +37,8 @@ def main(argv=None):
   env, env_params, model_config, settings = build.pretrain_settings(config)
   settings = dataclasses.replace(settings, steps_per_chunk=args.steps)
   whole_responses = unittest.mock.patch.object(pretrain, "cut_lengths", lambda t: (t,))
-  rows = settings.microbatch_rows or train.default_microbatch_rows(settings.batch_size)
+  rows = settings.microbatch_rows or train.default_microbatch_rows(
+      settings.batch_size, pretrain.CPU_MICROBATCH_ROWS)
   print(f"{args.domain}, {jax.devices()[0].device_kind}, batches of {settings.batch_size} in "
         f"micro-batches of {rows} rows; seconds per step "
         f"(median of {args.repeats} chunks of {args.steps} steps):")

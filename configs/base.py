@@ -44,7 +44,7 @@ from polyepo import loop, train
 #   num_minibatches    minibatches per pass (each holds whole groups; divides B)
 #   microbatch_rows    responses per micro-batch of the update (gradient
 #                      accumulated over whole groups; the minibatch's responses
-#                      or more: all at once); 0: by platform, 32 on a CPU, the
+#                      or more: all at once); 0: by platform, 16 on a CPU, the
 #                      whole minibatch on an accelerator
 #   learning_rate      AdamW learning rate (after warm-up)
 #   warmup_steps       linear warm-up steps

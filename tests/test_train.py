@@ -201,12 +201,25 @@ def test_the_default_seed_batch_follows_the_platform(monkeypatch):
 
 
 def test_the_default_micro_batch_follows_the_platform(monkeypatch):
-  """microbatch_rows=0: micro-batches of 32 responses on a CPU (8 groups of 16:
-  2 groups each), the whole minibatch elsewhere."""
+  """microbatch_rows=0: micro-batches of 16 responses on a CPU (8 groups of 16:
+  one group each; 8 groups of 4: 4 each), the whole minibatch elsewhere."""
   monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
-  assert train.microbatch_groups(0, 8, 16) == 2
+  assert train.microbatch_groups(0, 8, 16) == 1
+  assert train.microbatch_groups(0, 8, 4) == 4
   monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
   assert train.microbatch_groups(0, 8, 16) == 8
+
+
+@pytest.mark.parametrize("num_micro, maxima", [(1, 14), (3, 39), (5, 60), (15, 105)])
+def test_accumulate_sums_every_micro_batch_once(num_micro, maxima):
+  """Rows 0..14 in C micro-batches, micro-batch c holding rows c, c + C, ...:
+  the sums add up to 105, the counts to C, and the maxima (c + 15 - C) to
+  sum_c (c + 15 - C), whatever the loop's unrolling leaves over (C = 3, 5 odd)."""
+  fn = lambda params, x: {"sum": jnp.sum(x), "count": jnp.ones(()), "max": jnp.max(x)}
+  out = train.accumulate(fn, None, jnp.arange(15.0), num_micro)
+  assert float(out["sum"]) == 105.0
+  assert float(out["count"]) == num_micro
+  assert float(out["max"]) == maxima
 
 
 @pytest.mark.slow
