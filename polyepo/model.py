@@ -264,9 +264,16 @@ class Attention(nn.Module):
                           **_dense_kwargs(cfg))(x)  # [B, T, H + 2 * KV, D]
     # `split`, not slicing: its gradient is one concatenation, where slices'
     # gradients are padded to full size and summed (update 1.05x faster).
-    q, k, v = jnp.split(qkv, (heads, heads + kv_heads), axis=2)
-    q = rotary(q, *rope) * (1.0 / math.sqrt(dim))
-    k = rotary(k, *rope)
+    if length == 1:
+      # A decoding step turns its queries and keys in one rotary: the preset's
+      # rollout 1.09-1.10x faster, the same tokens (teacher forcing keeps two:
+      # its update was 0.97x as fast with one).
+      qk, v = jnp.split(qkv, (heads + kv_heads,), axis=2)
+      q, k = jnp.split(rotary(qk, *rope), (heads,), axis=2)
+    else:
+      q, k, v = jnp.split(qkv, (heads, heads + kv_heads), axis=2)
+      q, k = rotary(q, *rope), rotary(k, *rope)
+    q = q * (1.0 / math.sqrt(dim))
     # KV heads folded into the batch, [B * KV, T, D]; the G = H / KV query
     # heads of a group share its keys and are stacked along the query axis,
     # [B * KV, G * T, D]. A 3-D cache also makes the per-step
