@@ -219,8 +219,9 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
   # Step t < steps - 1 feeds its token to the model (slot t of the responses'
   # cache); the steps run in phases, phase k until ends[k], with a cache of
   # ends[k] slots.
+  # One token (steps = 1) is drawn from the prompt's logits: no phase at all.
   block = cache_block or steps
-  ends = list(range(block, steps - 1, block)) + [steps - 1]
+  ends = (list(range(block, steps - 1, block)) + [steps - 1]) if steps > 1 else []
 
   if prompt_mask is None:
     prompt_mask = prompt_tokens != pad
@@ -231,7 +232,7 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
   # The prompts' cache is the prefix of all their samples' (never copied to
   # them); the samples' own cache holds their response tokens.
   prefix = outputs[1]
-  cache = model_lib.continuation_cache(config, prefix, samples_per_prompt, ends[0])
+  cache = model_lib.continuation_cache(config, prefix, samples_per_prompt, (ends or [0])[0])
   last_rows = lambda x: jnp.repeat(x[:, -1], samples_per_prompt, axis=0)
   # `head` is what the next token is drawn from: (logits f32[B * N, V], and the
   # features f32[B * N, d] they were computed from, or None).
@@ -275,8 +276,10 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
       (head, cache, done), outs = jax.lax.scan(
           scan_body, (head, cache, done), jnp.arange(start, end))
       phase_outs.append(outs)
-    outs = [jnp.concatenate(x, axis=0) for x in zip(*phase_outs)]
     last = choose(steps - 1, head, done)[0]
+    if not phase_outs:
+      return Rollout(*(y[:, None] for y in last))
+    outs = [jnp.concatenate(x, axis=0) for x in zip(*phase_outs)]
     return Rollout(*(jnp.concatenate([jnp.swapaxes(x, 0, 1), y[:, None]], axis=1)
                      for x, y in zip(outs, last)))
 

@@ -129,6 +129,11 @@ MUTANTS = (
            "mass_before = jnp.cumsum(probs, axis=-1)",
            ("tests/test_sampling.py",),
            "the nucleus loses the token that crosses top_p"),
+    Mutant("one_token_rollout_decodes", "polyepo/sampling.py",
+           "if steps > 1 else []",
+           "if steps > 0 else []",
+           ("tests/test_sampling.py::test_one_token_is_drawn_from_the_prompts_logits",),
+           "a one-token rollout runs a decoding phase over an empty cache"),
     # -- polyepo/train.py --------------------------------------------------------
     Mutant("rewards_paired_with_wrong_prompts", "polyepo/train.py",
            "repeated = jax.tree.map(lambda x: jnp.repeat(x, N, axis=0), problems)",

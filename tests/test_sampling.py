@@ -241,6 +241,24 @@ def test_greedy_limits_match_argmax_decoding(knobs):
   np.testing.assert_allclose(r.logprobs, 0.0, atol=1e-5)  # a point mass
 
 
+@pytest.mark.parametrize("early_stop", [True, False])
+def test_one_token_is_drawn_from_the_prompts_logits(early_stop):
+  """max_new_tokens=1 decodes nothing: greedily, each row's token is the
+  argmax of its prompt's last logits (full forward pass, no cache); sampled,
+  its log-prob is that token's under those logits."""
+  prompts = _prompts()
+  last = jax.nn.log_softmax(forward(PARAMS, CONFIG, prompts, prompts != CONFIG.pad_id)[:, -1])
+  greedy = sample(PARAMS, CONFIG, jax.random.key(3), prompts, max_new_tokens=1,
+                  early_stop=early_stop, temperature=0.0, top_k=0, top_p=1.0)
+  np.testing.assert_array_equal(greedy.tokens[:, 0], np.argmax(last, -1))
+  r = sample(PARAMS, CONFIG, jax.random.key(3), prompts, max_new_tokens=1,
+             early_stop=early_stop, temperature=1.0, top_k=0, top_p=1.0)
+  assert r.tokens.shape == r.logprobs.shape == r.mask.shape == (B, 1)
+  np.testing.assert_allclose(r.logprobs[:, 0],
+                             np.take_along_axis(last, r.tokens, -1)[:, 0], atol=1e-5)
+  assert r.mask.all()
+
+
 def test_static_temperature_zero_is_greedy():
   prompts = _prompts()
   r = sampling.make_sampler(CONFIG, T, temperature=0.0)(
