@@ -1,6 +1,7 @@
 """Where the real RL train step spends its time, phase by phase.
 
   python -m bench.profile_step [--domain multiplication] [--repeats 5] [--ops 12]
+                               [--matmul-dtype bfloat16]
 
 The step is the main job's (configs/poly_epo.py, default size: 16 prompts x 16
 samples, up to 64 response tokens, the exact Poly-EPO advantage with sets of 4,
@@ -27,7 +28,9 @@ one row) and a per-row part (the rest, over the other B x N - 1 rows).
 
 With --ops K, the forward and backward pass of one micro-batch is also
 traced with the JAX profiler and its time split by XLA operation: matmuls (dots,
-and the fusions built around one), data movement (copies, transposes, slices,
+and the fusions built around one; "matmul bf16" where both operands are
+bfloat16, so that `--matmul-dtype bfloat16` shows which products XLA runs in
+bfloat16 and which it upcasts to float32), data movement (copies, transposes, slices,
 pads, broadcasts) and the rest (element-wise work and reductions), then its K
 slowest operations with their output shapes (`bench.timing.xla_op_seconds`).
 """
@@ -47,14 +50,15 @@ from experiments import build
 from polyepo import losses, model, pretrain, sampling, train
 
 
-def phases(domain: str, repeats: int, ops: bool = False):
+def phases(domain: str, repeats: int, ops: bool = False, matmul_dtype: str = "float32"):
   """{phase: seconds}, and a dict describing the step (with ops, also "update":
-  one minibatch's update timed whole and by XLA operation)."""
+  one minibatch's update timed whole and by XLA operation); the domain's default
+  model with `matmul_dtype` (model.MATMUL_DTYPES)."""
   config = poly_epo.get_config(f"domain={domain}")
   train_config, _ = build.rl_settings(config)
   train_config = dataclasses.replace(train_config, steps_per_chunk=1)
   env, env_params = envs.make(domain)
-  model_config = pretrain.model_config_for(env)
+  model_config = dataclasses.replace(pretrain.model_config_for(env), matmul_dtype=matmul_dtype)
   params = model.init_params(jax.random.key(0), model_config)
   B, N, T = train_config.prompts_per_step, train_config.samples_per_prompt, env.max_response_len
   M = train_config.num_minibatches
@@ -157,11 +161,14 @@ def main():
   parser.add_argument("--ops", type=int, default=0, metavar="K",
                       help="also split one minibatch's update by XLA operation and list "
                            "its K slowest operations")
+  parser.add_argument("--matmul-dtype", default="float32", choices=model.MATMUL_DTYPES,
+                      help="the model's matmul_dtype")
   args = parser.parse_args()
-  seconds, info = phases(args.domain, args.repeats, ops=bool(args.ops))
+  seconds, info = phases(args.domain, args.repeats, ops=bool(args.ops),
+                         matmul_dtype=args.matmul_dtype)
   total = sum(seconds.values())
   print(f"{args.domain}: {info['B']} prompts x {info['N']} samples, prompt {info['P']} + "
-        f"response {info['T']} tokens, {info['M']} minibatches")
+        f"response {info['T']} tokens, {info['M']} minibatches, {args.matmul_dtype} matmuls")
   print(f"{'phase':<14}{'ms':>9}{'share':>8}")
   for name, s in seconds.items():
     print(f"{name:<14}{1e3 * s:>9.1f}{s / total:>8.0%}")

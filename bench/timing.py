@@ -39,7 +39,7 @@ class OpTime(NamedTuple):
   """One XLA operation of a compiled program: seconds per call, class, output shape."""
   name: str
   seconds: float
-  kind: str   # "matmul", "movement" or "other"
+  kind: str   # "matmul", "matmul bf16", "movement" or "other"
   shape: str
 
 
@@ -52,9 +52,11 @@ def _op_kinds(hlo_text):
   """{entry instruction name: (kind, output shape)} of a compiled HLO module's text.
 
   An operation is a matmul if it is a dot or convolution or a fusion whose
-  computation holds one; data movement if it (or every instruction of its
-  fusion) only moves data (copies, transposes, slices, pads, concatenations,
-  broadcasts); else other (element-wise work and reductions).
+  computation holds one ("matmul bf16" if both operands of such a product are
+  bfloat16: a product that runs on bfloat16 hardware, not one XLA upcast to
+  float32); data movement if it (or every instruction of its fusion) only moves
+  data (copies, transposes, slices, pads, concatenations, broadcasts); else
+  other (element-wise work and reductions).
   """
   bodies, name = {}, None
   for line in hlo_text.splitlines():
@@ -69,6 +71,19 @@ def _op_kinds(hlo_text):
     found = re.search(r"\s([a-z][\w-]*)\(", line.split("=", 1)[1])
     return found.group(1) if found else ""
 
+  def element_types(lines):
+    """{instruction name: element type} of one computation's lines."""
+    return dict(re.findall(r"^\s*(?:ROOT )?%(\S+) = (\w+)\[", "\n".join(lines), re.M))
+
+  def bf16_product(lines, types):
+    """Whether a dot or convolution among `lines` multiplies two bfloat16
+    operands (`types`: the element types of its computation)."""
+    products = (re.search(r"\s(?:dot|convolution)\(%([\w.-]+), %([\w.-]+)\)", line)
+                for line in lines)
+    return any(all(types.get(name) == "bf16" for name in found.groups())
+               for found in products if found)
+
+  entry_types = element_types(bodies[entry])
   kinds = {}
   for line in bodies[entry]:
     m = re.match(r"\s*(?:ROOT )?%(\S+) = (\S+) ", line)
@@ -79,7 +94,9 @@ def _op_kinds(hlo_text):
     body = bodies.get(called.group(1), []) if called else []
     codes = {opcode(l) for l in body if "=" in l} if body else {code}
     if codes & {"dot", "convolution"}:
-      kind = "matmul"
+      bf16 = (bf16_product(body, element_types(body)) if body
+              else bf16_product([line], entry_types))
+      kind = "matmul bf16" if bf16 else "matmul"
     elif codes <= _MOVEMENT:
       kind = "movement"
     else:

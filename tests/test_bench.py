@@ -63,3 +63,39 @@ ENTRY %main (a: f32[4,4], b: f32[4,4]) -> (f32[4,4], /*index=1*/f32[16]) {
   assert kinds["transpose.1"][0] == "movement"
   assert kinds["transposed"][0] == "movement"
   assert kinds["add_fusion"][0] == "other"
+
+
+def test_op_kinds_tells_bfloat16_products_from_upcast_ones():
+  hlo = """HloModule m
+
+%fused_bf16 (p0: f32[4,4], p1: bf16[4,4]) -> f32[4,4] {
+  %p0 = f32[4,4]{1,0} parameter(0)
+  %c0 = bf16[4,4]{1,0} convert(%p0)
+  %p1 = bf16[4,4]{1,0} parameter(1)
+  ROOT %dot.1 = f32[4,4]{1,0} dot(%c0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+
+%fused_up (p0: bf16[4,4]) -> f32[4,4] {
+  %p0 = bf16[4,4]{1,0} parameter(0)
+  ROOT %convert.2 = f32[4,4]{1,0} convert(%p0)
+}
+
+ENTRY %main (a: bf16[4,4], b: bf16[4,4], c: f32[4,4]) -> (f32[4,4], f32[4,4], f32[4,4], f32[4,4]) {
+  %a = bf16[4,4]{1,0} parameter(0)
+  %b = bf16[4,4]{1,0} parameter(1)
+  %c = f32[4,4]{1,0} parameter(2)
+  %ynn_fusion = f32[4,4]{1,0} fusion(%c, %b), kind=kCustom, calls=%fused_bf16
+  %up = f32[4,4]{1,0} fusion(%a), kind=kLoop, calls=%fused_up
+  %dot.2 = f32[4,4]{1,0} dot(%up, %c), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  %dot.3 = f32[4,4]{1,0} dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %dot.4 = f32[4,4]{1,0} dot(%a, %c), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %tuple = (f32[4,4]{1,0}, f32[4,4]{1,0}, f32[4,4]{1,0}, f32[4,4]{1,0}) tuple(%ynn_fusion, %dot.2, %dot.3, %dot.4)
+}
+"""
+  kinds = timing._op_kinds(hlo)
+  assert kinds["ynn_fusion"][0] == "matmul bf16"  # converted to bfloat16 inside
+  assert kinds["dot.2"][0] == "matmul"            # bfloat16 values upcast to float32
+  assert kinds["dot.3"][0] == "matmul bf16"
+  assert kinds["dot.4"][0] == "matmul"            # one float32 operand
+  assert kinds["up"][0] == "other"
+
