@@ -30,9 +30,9 @@ With --ops K, the forward and backward pass of one micro-batch is also
 traced with the JAX profiler and its time split by XLA operation: matmuls (dots,
 and the fusions built around one; "matmul bf16" where both operands are
 bfloat16, so that `--matmul-dtype bfloat16` shows which products XLA runs in
-bfloat16 and which it upcasts to float32), data movement (copies, transposes, slices,
-pads, broadcasts) and the rest (element-wise work and reductions), then its K
-slowest operations with their output shapes (`bench.timing.xla_op_seconds`).
+bfloat16 and which it upcasts to float32), data movement (copies, transposes,
+slices, pads, broadcasts) and the rest (element-wise work and reductions), then
+its K slowest operations with their output shapes (`bench.timing.xla_op_seconds`).
 """
 
 import argparse

@@ -83,12 +83,11 @@ class TransformerConfig:
       (`bf16_matmul`); parameters, activations, norms, attention and softmax
       stay float32. On CPUs with AMX (Intel Sapphire Rapids and later) these
       matmuls run several times faster. XLA:CPU (jaxlib 0.10.2) runs only the
-      forward and input-gradient products in bfloat16: it upcasts the
-      weight-gradient products (they contract the rows, their operands'
-      leading axis) to float32 (exact products of the rounded operands, at
-      float32 speed);
-      `python -m bench.profile_step --matmul-dtype bfloat16 --ops K` shows
-      which products run in which type.
+      forward and input-gradient products in bfloat16. It upcasts the
+      weight-gradient products, which contract the rows (their operands'
+      leading axis), to float32: exact products of the rounded operands, at
+      float32 speed. `python -m bench.profile_step --matmul-dtype bfloat16
+      --ops K` shows which products run in which type.
   """
   vocab_size: int = 64
   width: int = 128

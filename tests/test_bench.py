@@ -98,4 +98,3 @@ ENTRY %main (a: bf16[4,4], b: bf16[4,4], c: f32[4,4]) -> (f32[4,4], f32[4,4], f3
   assert kinds["dot.3"][0] == "matmul bf16"
   assert kinds["dot.4"][0] == "matmul"            # one float32 operand
   assert kinds["up"][0] == "other"
-
