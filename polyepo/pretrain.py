@@ -78,8 +78,8 @@ class PretrainConfig:
     microbatch_rows: each step's gradient is accumulated over micro-batches of
       at most this many demonstrations (the batch size or more: the whole batch
       at once; 0: by platform, CPU_MICROBATCH_ROWS on a CPU, see
-      `polyepo.train.default_microbatch_rows`), the
-      same loss and gradient to float rounding; not part of the cache key.
+      `polyepo.train.default_microbatch_rows`), the same loss and gradient to
+      float rounding; not part of the cache key.
   """
   mixture: Tuple[float, ...]
   slip_rate: float
@@ -286,8 +286,7 @@ def num_microbatches(part_rows: Sequence[int], microbatch_rows: int) -> int:
   """The fewest micro-batches C that divide every part's rows and hold at most
   `microbatch_rows` rows in all (the most that divide them all, if none is
   that small); microbatch_rows 0 is `polyepo.train.default_microbatch_rows`
-  with CPU_MICROBATCH_ROWS on a CPU. A
-  micro-batch takes 1 / C of each part.
+  with CPU_MICROBATCH_ROWS on a CPU. A micro-batch takes 1 / C of each part.
 
   The parts' rows are gcd(part_rows) groups of sum / gcd rows each (a group
   takes the same share of every part), split as the RL update splits its
