@@ -30,7 +30,6 @@ import fnmatch
 import importlib.util
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -39,8 +38,8 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 from absl import app, flags, logging
 
-from experiments import machine
-from polyepo import loop, writers
+from experiments import cli, machine
+from polyepo import loop, rundir, writers
 
 _SWEEP = flags.DEFINE_string("sweep", None, "Sweep file, optionally with a config string: "
                              "configs/sweeps/headline.py:size=smoke.")
@@ -195,13 +194,16 @@ def _without_extendable(manifest: Dict[str, Any]) -> str:
 def prepare_sweep_dir(sweep_dir: str, runs: List[RunSpec], overwrite: bool) -> None:
   """Creates the sweep directory; refuses one made by a different sweep.
 
+  With overwrite, first removes what a sweep wrote there, and nothing else
+  (`rundir.clear`: a directory holding anything else is refused).
+
   The same sweep with more steps (`train.num_steps`) is not a different sweep:
   its finished runs are extended (`loop.check_resumable` refuses fewer steps).
   """
   manifest = {"runs": [r._asdict() for r in runs]}
   path = os.path.join(sweep_dir, "sweep.json")
-  if os.path.exists(path) and overwrite:
-    shutil.rmtree(sweep_dir)
+  if overwrite:
+    rundir.clear(sweep_dir, rundir.SWEEP_LAYOUT, "sweep directory")
   if os.path.exists(path):
     with open(path) as f:
       existing = json.load(f)
@@ -211,8 +213,7 @@ def prepare_sweep_dir(sweep_dir: str, runs: List[RunSpec], overwrite: bool) -> N
           f"it, or --sweep_dir to choose another directory.")
   os.makedirs(os.path.join(sweep_dir, "runs"), exist_ok=True)
   os.makedirs(os.path.join(sweep_dir, "logs"), exist_ok=True)
-  with open(path, "w") as f:
-    json.dump(manifest, f, indent=2, sort_keys=True, default=str)
+  writers.write_json_atomically(path, manifest, sort_keys=True)
 
 
 def prepare_shared(runs: List[RunSpec]) -> None:
@@ -362,4 +363,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

@@ -16,8 +16,8 @@ last checkpoint exactly as a run started with that length would have.
 import dataclasses
 import json
 import os
-import shutil
 import time
+import warnings
 from typing import Any, Dict, Optional, Tuple
 
 import jax
@@ -26,7 +26,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from flax import traverse_util
 
-from polyepo import _checks, evaluate, forced, pretrain, train, writers
+from polyepo import _checks, evaluate, forced, pretrain, rundir, train, writers
 
 
 EVAL_SPLITS = ("validation", "test", "ood")  # the TFDS eval splits (envs.datasets.SPLITS)
@@ -110,25 +110,40 @@ def validate(settings: RunSettings, config: train.TrainConfig) -> None:
   _checks.at_least("max_checkpoints", settings.max_checkpoints, 1)
 
 
-def prepare_workdir(workdir: str, resume: bool, overwrite: bool) -> None:
-  """Creates the run directory; refuses an existing one unless told what to do."""
+def check_workdir(workdir: str, resume: bool, overwrite: bool) -> None:
+  """Refuses, before any work and without touching a file, what `prepare_workdir`
+  would refuse: an existing run directory without --resume or --overwrite, and a
+  directory that is not a run directory (`rundir.RUN_LAYOUT`) to resume or
+  overwrite. Raises ValueError or FileExistsError naming the directory."""
   if resume and overwrite:
     raise ValueError("Pass at most one of --resume and --overwrite.")
-  if os.path.isdir(workdir) and os.listdir(workdir):
-    if overwrite:
-      shutil.rmtree(workdir)
-    elif not resume:
-      raise FileExistsError(
-          f"Run directory {workdir!r} already exists. Pass --resume to continue it from "
-          f"its last checkpoint or --overwrite to delete it and start again.")
+  if not os.path.lexists(workdir) or (os.path.isdir(workdir) and not os.listdir(workdir)):
+    return
+  if overwrite:
+    rundir.check(workdir, rundir.RUN_LAYOUT)
+  elif not resume:
+    raise FileExistsError(
+        f"Run directory {workdir!r} already exists. Pass --resume to continue it from "
+        f"its last checkpoint or --overwrite to delete it and start again.")
+  elif not rundir.is_of(workdir, rundir.RUN_LAYOUT):
+    raise FileExistsError(f"{workdir!r} is not a run directory (it holds no config, records "
+                          f"or checkpoints of a run): there is nothing to resume there.")
+
+
+def prepare_workdir(workdir: str, resume: bool, overwrite: bool) -> None:
+  """Creates the run directory after `check_workdir`; with overwrite, first
+  removes what a run wrote there (`rundir.clear`), and nothing else."""
+  check_workdir(workdir, resume, overwrite)
+  if overwrite:
+    rundir.clear(workdir, rundir.RUN_LAYOUT)
   os.makedirs(workdir, exist_ok=True)
 
 
 # Config fields that change how a run is computed, or where its base model is
-# cached, but not what it computes (to float rounding): a run may resume with
+# found or cached, but not what it computes (to float rounding): a run may resume with
 # them changed. A field matches itself and every field under it.
 RESUMABLE_CHANGES = ("run.seed_batch_size", "run.num_devices", "train.microbatch_rows",
-                     "base.cache_dir", "base.report") + tuple(
+                     "base.cache_dir", "base.shipped", "base.report") + tuple(
                          f"base.pretrain.{name}" for name in pretrain.COMPUTE_FIELDS)
 # Fields a resumed run may raise: a run resumed with more steps continues from
 # its last checkpoint, and its steps are those of a run started with the longer
@@ -229,6 +244,74 @@ def _step_records(chunk_metrics, first_step: int):
     yield first_step + t + 1, record
 
 
+def _last_step(path: str) -> int:
+  """The step of a JSONL file's last whole record (-1: none)."""
+  records = writers.read_jsonl(path) if os.path.exists(path) else []
+  return records[-1]["step"] if records else -1
+
+
+def _last_eval_due(step: int, config: train.TrainConfig, settings: RunSettings) -> int:
+  """The last step at or before `step` whose evaluation the run has recorded
+  (-1: none): the start, every eval_every steps and the end."""
+  due = [0] if settings.eval_at_start else [-1]
+  if settings.eval_every and step >= settings.eval_every:
+    due.append(step - step % settings.eval_every)
+  if step == config.num_steps:
+    due.append(step)
+  return max(due)
+
+
+def _restore(manager, state, workdir: str, config: train.TrainConfig, settings: RunSettings):
+  """(step, state) to resume from: the latest checkpoint that restores and that
+  the run's records reach, or (0, state) with nothing to resume.
+
+  A crash can tear what it was writing: orbax itself never lists a checkpoint
+  whose save did not finish (it writes into a temporary folder and renames
+  it), but a finished one can still be damaged, and a JSONL file loses its
+  tail. A checkpoint that fails to restore is reported by name and an earlier
+  one is tried; one beyond the last whole record of train.jsonl or eval.jsonl
+  is passed over, so the resumed run rewrites those records exactly as an
+  uninterrupted run wrote them. The checkpoints after the step resumed from
+  are removed (the run saves them again). If every checkpoint fails to
+  restore, nothing is removed and ValueError names them.
+  """
+  steps = sorted(manager.all_steps(), reverse=True)
+  if not steps:
+    warnings.warn(f"--resume: {workdir!r} has no checkpoint to resume from; the run "
+                  f"starts afresh.", writers.RecoveryWarning, stacklevel=3)
+    return 0, state
+  last_train = _last_step(os.path.join(workdir, "train.jsonl"))
+  last_eval = _last_step(os.path.join(workdir, "eval.jsonl"))
+  abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, state)
+  failed, restored = [], None
+  for step in steps:
+    if step > last_train or _last_eval_due(step, config, settings) > last_eval:
+      warnings.warn(f"{workdir}: the records end before checkpoint {step} (train.jsonl at "
+                    f"step {last_train}, eval.jsonl at {last_eval}); resuming from an "
+                    f"earlier one.", writers.RecoveryWarning, stacklevel=3)
+      continue
+    try:
+      restored = step, train.TrainState(*manager.restore(
+          step, args=ocp.args.StandardRestore(abstract)))
+      break
+    except Exception as err:  # pylint: disable=broad-except
+      failed.append(step)     # orbax and tensorstore raise many types for a damaged file
+      warnings.warn(f"checkpoint {os.path.join(manager.directory, str(step))} does not "
+                    f"restore ({type(err).__name__}: {str(err).splitlines()[0][:200]}); "
+                    f"trying an earlier one.", writers.RecoveryWarning, stacklevel=3)
+  if restored is None and failed and len(failed) == len(steps):
+    raise ValueError(f"No checkpoint of {workdir!r} restores (steps "
+                     f"{', '.join(map(str, failed))}); pass --overwrite to start afresh.")
+  start, state = restored or (0, state)
+  for step in steps:
+    if step > start:
+      manager.delete(step)
+  if restored is None:
+    warnings.warn(f"{workdir}: no checkpoint is reached by the run's records; the run "
+                  f"starts afresh.", writers.RecoveryWarning, stacklevel=3)
+  return start, state
+
+
 def train_and_evaluate(config: train.TrainConfig, model_config, env, env_params, base_params,
                        eval_problems: Dict[str, Any], workdir: str, settings: RunSettings,
                        *, resume: bool = False, overwrite: bool = False,
@@ -260,8 +343,7 @@ def train_and_evaluate(config: train.TrainConfig, model_config, env, env_params,
   if resume and config_record is not None:
     check_resumable(workdir, config_record)
   if config_record is not None:
-    with open(os.path.join(workdir, "config.json"), "w") as f:
-      json.dump(config_record, f, indent=2, default=str)
+    writers.write_json_atomically(os.path.join(workdir, "config.json"), config_record)
 
   init, run_chunk = train.make_train(config, model_config, env, env_params,
                                      num_seeds=settings.num_seeds,
@@ -275,11 +357,8 @@ def train_and_evaluate(config: train.TrainConfig, model_config, env, env_params,
   with ocp.CheckpointManager(os.path.join(os.path.abspath(workdir), "checkpoints"),
                              options=options) as manager:
     start = 0
-    if resume and manager.latest_step() is not None:
-      start = manager.latest_step()
-      abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, state)
-      state = manager.restore(start, args=ocp.args.StandardRestore(abstract))
-      state = train.TrainState(*state)
+    if resume:
+      start, state = _restore(manager, state, workdir, config, settings)
       for name in ("train", "eval"):
         writers.truncate_jsonl(os.path.join(workdir, f"{name}.jsonl"), start)
     last_eval = None

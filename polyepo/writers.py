@@ -5,6 +5,7 @@ TensorBoard files are written with tensorboardX, which needs no TensorFlow.
 
 import json
 import os
+import warnings
 from typing import Any, Dict, Mapping
 
 import numpy as np
@@ -57,14 +58,46 @@ class MetricWriter:
       self._tb.close()
 
 
+def write_json_atomically(path: str, value: Any, sort_keys: bool = False) -> None:
+  """Writes `value` as JSON to `path` through a temporary file and a rename, so
+  that a crash leaves either the old file or the new one, never a torn one."""
+  temporary = f"{path}.tmp"
+  with open(temporary, "w") as f:
+    json.dump(value, f, indent=2, sort_keys=sort_keys, default=str)
+  os.replace(temporary, path)
+
+
+class RecoveryWarning(UserWarning):
+  """A run's files were damaged (a torn write) and the run recovered from it."""
+
+
 def read_jsonl(path: str):
-  """The records of a JSONL file, in order."""
+  """The records of a JSONL file, in order.
+
+  A last line that does not parse was torn by a crash mid-write: it is dropped
+  with a RecoveryWarning naming the file (a resumed run rewrites the file
+  without it, `truncate_jsonl`). A damaged line before the last raises
+  ValueError naming the file and line.
+  """
   with open(path) as f:
-    return [json.loads(line) for line in f if line.strip()]
+    lines = [(i, line) for i, line in enumerate(f, 1) if line.strip()]
+  records = []
+  for i, line in lines:
+    try:
+      records.append(json.loads(line))
+    except json.JSONDecodeError as err:
+      if i != lines[-1][0]:
+        raise ValueError(f"{path}, line {i}, is not a JSON record ({err}); only the last "
+                         f"line of a run's record can be torn by a crash.") from err
+      warnings.warn(f"{path}: its last line is incomplete (a write cut off by a crash, "
+                    f"{len(line)} characters); it is left out.", RecoveryWarning,
+                    stacklevel=2)
+  return records
 
 
 def truncate_jsonl(path: str, max_step: int) -> None:
-  """Drops records with step > max_step (a resumed run rewrites them)."""
+  """Drops records with step > max_step and a torn last line (a resumed run
+  rewrites them)."""
   if not os.path.exists(path):
     return
   kept = [r for r in read_jsonl(path) if r["step"] <= max_step]

@@ -549,7 +549,9 @@ def _final_params(workdir, setup, config):
   import orbax.checkpoint as ocp  # pylint: disable=g-import-not-at-top
   env, params, mc, base = setup
   init, _ = train.make_train(config, mc, env, params, num_seeds=2)
-  abstract = jax.eval_shape(init, base, jnp.zeros((2, 2), jnp.uint32))
+  # Shardings given, as the loop gives them: orbax then need not read the saved ones.
+  abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct,
+                          init(base, jnp.zeros((2, 2), jnp.uint32)))
   with ocp.CheckpointManager(os.path.join(os.path.abspath(workdir), "checkpoints")) as m:
     return train.TrainState(*m.restore(m.latest_step(), args=ocp.args.StandardRestore(abstract)))
 
@@ -642,3 +644,79 @@ def test_resume_between_checkpoints_matches_uninterrupted_run(setup, tmp_path, m
     assert _records(cut / name) == _records(tmp_path / "full" / name), name
   assert [r["step"] for r in _records(cut / "eval.jsonl")] == [0, 2, 4, 6]
   assert (tmp_path / "full" / "tb").is_dir()
+
+
+def _tear(path, offset):
+  with open(path, "r+b") as f:
+    f.truncate(offset)
+
+
+@pytest.mark.slow
+def test_a_run_torn_anywhere_resumes_to_the_uninterrupted_run(setup, tmp_path):
+  """A crash can cut off any file the run was writing. Each of the run's files
+  (its records and every file of its latest checkpoint) cut at a random byte
+  offset: the resumed run falls back to the last checkpoint that restores and
+  that its records reach, and ends with every record and parameter equal to
+  the uninterrupted run's."""
+  import shutil  # pylint: disable=g-import-not-at-top
+  env, params, mc, base = setup
+  run = lambda wd, **kw: loop.train_and_evaluate(
+      RESUME, mc, env, params, base, _problems(env, params), str(wd), SETTINGS,
+      progress=False, config_record={"train": dataclasses.asdict(RESUME)}, **kw)
+  full = tmp_path / "full"
+  run(full)
+  latest = full / "checkpoints" / "6"
+  files = ["train.jsonl", "eval.jsonl"] + sorted(
+      os.path.relpath(os.path.join(d, f), full) for d, _, fs in os.walk(latest) for f in fs)
+  assert len(files) > 6, files
+  expected = _final_params(full, setup, RESUME)
+  rng = np.random.default_rng(0)
+  failed_restores = 0
+  for i, name in enumerate(files):
+    torn = tmp_path / f"torn{i}"
+    shutil.copytree(full, torn)
+    size = os.path.getsize(torn / name)
+    _tear(torn / name, int(rng.integers(0, size)) if size else 0)
+    import warnings  # pylint: disable=g-import-not-at-top
+    with warnings.catch_warnings(record=True) as caught:
+      warnings.simplefilter("always")
+      run(torn, resume=True)
+    failed_restores += any("does not restore" in str(w.message) for w in caught)
+    resumed = _final_params(torn, setup, RESUME)
+    jax.tree.map(np.testing.assert_array_equal, (expected.params, expected.opt_state),
+                 (resumed.params, resumed.opt_state))
+    for records in ("train.jsonl", "eval.jsonl"):
+      assert _records(torn / records) == _records(full / records), (name, records)
+    shutil.rmtree(torn)
+  assert failed_restores > 0  # some tears do break the checkpoint: the fallback ran
+
+
+@pytest.mark.slow
+def test_resume_without_a_checkpoint_says_so_and_starts_afresh(setup, tmp_path):
+  env, params, mc, base = setup
+  config = dataclasses.replace(RESUME, num_steps=2)
+  run = lambda wd, **kw: loop.train_and_evaluate(
+      config, mc, env, params, base, _problems(env, params), str(wd), SETTINGS,
+      progress=False, **kw)
+  with pytest.warns(writers.RecoveryWarning, match="no checkpoint to resume from"):
+    run(tmp_path / "new", resume=True)
+  run(tmp_path / "full")
+  for name in ("train.jsonl", "eval.jsonl"):
+    assert _records(tmp_path / "new" / name) == _records(tmp_path / "full" / name)
+
+
+@pytest.mark.slow
+def test_a_run_whose_every_checkpoint_is_damaged_is_refused_and_kept(setup, tmp_path):
+  env, params, mc, base = setup
+  run = lambda wd, **kw: loop.train_and_evaluate(
+      RESUME, mc, env, params, base, _problems(env, params), str(wd), SETTINGS,
+      progress=False, **kw)
+  run(tmp_path / "run")
+  for step in ("4", "6"):
+    for d, _, fs in os.walk(tmp_path / "run" / "checkpoints" / step):
+      for f in fs:
+        _tear(os.path.join(d, f), 0)
+  with pytest.raises(ValueError, match=r"No checkpoint of .* restores \(steps 6, 4\)"):
+    with pytest.warns(writers.RecoveryWarning):
+      run(tmp_path / "run", resume=True)
+  assert sorted(os.listdir(tmp_path / "run" / "checkpoints")) == ["4", "6"]
