@@ -73,6 +73,8 @@ B + m" iff entirely below m, "within m" iff inside [-m, m]; a claim with fewer
 than 2 seeds on either side is not judged. A rate (pass@k, majority vote) whose
 mean is >= 0.98 or <= 0.02 is marked saturated (†). Records written before the
 per-problem values existed are refused with a message naming the missing key.
+Such a mistake (and a missing sweep directory) is one line, `error: ...`, exit
+status 2, with nothing written; --verbose adds the traceback (experiments.cli).
 """
 
 import datetime
@@ -85,7 +87,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 from absl import app, flags
 import numpy as np
 
-from experiments import stats
+from experiments import cli, stats
 # The records API, re-exported: notebooks and tests read runs through `report`.
 from experiments.records import (  # pylint: disable=unused-import
     COLORS, DISCOVERY_SHARE, DOMAIN_TITLES, ORDER, RARE_SHARE, SPLITS, RunRecord,
@@ -833,14 +835,14 @@ def write_report(sweep_dirs: Sequence[str], out: str, plots: bool = True,
   """
   runs = load_runs(sweep_dirs)
   require_per_problem(runs)
+  texts = (markdown(runs, sweep_dirs), summary_json(runs))  # fail before writing
   os.makedirs(out, exist_ok=True)
   if archive:
     archive_sweeps(sweep_dirs, out)
   written = [os.path.join(out, "report.md"), os.path.join(out, "summary.json")]
-  with open(written[0], "w") as f:
-    f.write(markdown(runs, sweep_dirs))
-  with open(written[1], "w") as f:
-    f.write(summary_json(runs))
+  for path, text in zip(written, texts):
+    with open(path, "w") as f:
+      f.write(text)
   if plots:
     import matplotlib  # pylint: disable=g-import-not-at-top
     matplotlib.use("Agg")
@@ -874,4 +876,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

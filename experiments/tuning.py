@@ -20,6 +20,10 @@ rate). Tuning runs evaluate `validation` only (`run.eval_splits`), so `test` and
                 all finished, its entries also list them under
                 "unfinished_tuning_runs", and the sweeps that read chosen.json
                 refuse them unless given provisional=true.
+
+A mistake (a missing sweep directory, records it cannot choose from) is one line,
+`error: ...`, exit status 2, with nothing written; --verbose adds the traceback
+(experiments.cli).
 """
 
 import json
@@ -29,7 +33,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from absl import app, flags
 
 from configs.sweeps import tuning as tuning_sweep
-from experiments import records, report
+from experiments import cli, records, report
 
 # The --out and --archive flags are experiments.report's (imported above).
 FLAGS = flags.FLAGS
@@ -154,4 +158,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

@@ -38,6 +38,11 @@ def load_params(directory: str, abstract_params) -> Any:
   Args:
     directory: what was given to save_params.
     abstract_params: a pytree of jax.ShapeDtypeStruct, e.g. from jax.eval_shape.
+
+  Raises:
+    FileNotFoundError: nothing was saved under `directory`.
+    ValueError: naming `directory`, when the saved params do not restore into
+      `abstract_params` (another tree or other shapes: a model of another size).
   """
   path = os.path.join(os.path.abspath(directory), "params")
   if not os.path.isdir(path):
@@ -46,8 +51,13 @@ def load_params(directory: str, abstract_params) -> Any:
   abstract_params = jax.tree.map(
       lambda x: x if getattr(x, "sharding", None) is not None
       else jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=here), abstract_params)
-  with ocp.StandardCheckpointer() as checkpointer:
-    return checkpointer.restore(path, abstract_params)
+  try:
+    with ocp.StandardCheckpointer() as checkpointer:
+      return checkpointer.restore(path, abstract_params)
+  except ValueError as err:  # orbax: tree structures or shapes do not match
+    detail = (str(err).strip().splitlines() or [""])[0].split(". ")[0].rstrip(":.")
+    raise ValueError(f"The parameters saved under {directory!r} do not fit this model "
+                     f"({detail}): were they saved for a model of another size?") from err
 
 
 def has_params(directory: str) -> bool:

@@ -51,8 +51,9 @@ from polyepo import train as train_lib
 class PretrainConfig:
   """Static settings of a pretraining run (hashable; validated by `validate`).
 
-  mixture, slip_rate and num_steps differ per domain and have no default (their
-  values live in configs/pretrain.py); the other defaults are the configs'
+  mixture, slip_rate and num_steps differ per domain and have no default (each
+  domain declares its values beside its env, `pretrain_defaults`, with
+  fallbacks in configs/pretrain.py); the other defaults are the configs'
   (configs/pretrain.py builds `config.pretrain` from them).
 
   Attributes:
@@ -458,6 +459,41 @@ def cache_key_fields(description: Dict[str, Any], model_config: model_lib.Transf
           "seed": seed}
 
 
+# Model fields that change how the model computes, not which parameters it has:
+# a base checkpoint is restored under any value of them (`check_checkpoint`).
+MODEL_COMPUTE_FIELDS = ("matmul_dtype",)
+
+
+def check_checkpoint(directory: str, model_config: model_lib.TransformerConfig) -> None:
+  """Refuses a base-model directory whose config.json records another model.
+
+  config.json, written by `base_model` beside the params (`cache_key_fields`),
+  records the `model` section the params were trained with. Each field it
+  shares with `model_config`, apart from MODEL_COMPUTE_FIELDS, must be equal. A
+  directory without config.json passes (its params are checked when restored,
+  `checkpoint.load_params`).
+
+  Raises:
+    ValueError: naming the directory and each differing field with both values.
+  """
+  path = os.path.join(directory, "config.json")
+  if not os.path.isfile(path):
+    return
+  with open(path) as f:
+    try:
+      saved = json.load(f)
+    except ValueError as err:
+      raise ValueError(f"base checkpoint {directory}: its config.json is not JSON ({err}).") from err
+  saved = saved.get("model", {}) if isinstance(saved, dict) else {}
+  now = json.loads(json.dumps(dataclasses.asdict(model_config), default=str))
+  differ = [f"model.{name}={saved[name]!r}, this config has {now[name]!r}"
+            for name in now if name in saved and name not in MODEL_COMPUTE_FIELDS
+            and saved[name] != now[name]]
+  if differ:
+    raise ValueError(f"base checkpoint {directory} was trained with " + "; ".join(differ)
+                     + " (see its config.json).")
+
+
 def base_model(env, env_params, *, description: Dict[str, Any],
                model_config: model_lib.TransformerConfig, config: PretrainConfig,
                seed: int, checkpoint_dir: str = "", cache_dir: str = "",
@@ -469,7 +505,8 @@ def base_model(env, env_params, *, description: Dict[str, Any],
     description: JSON-able identification of the env (e.g. name and static
       kwargs); part of the cache key.
     model_config, config, seed: the rest of the cache key.
-    checkpoint_dir: an explicit directory; used as is (trained into if empty).
+    checkpoint_dir: an explicit directory; used as is (trained into if empty),
+      after `check_checkpoint`.
     cache_dir: root of the cache (see `checkpoint.cache_root`).
     progress: show a progress bar while training.
 
@@ -479,11 +516,16 @@ def base_model(env, env_params, *, description: Dict[str, Any],
 
   Returns:
     (params, directory, trained): trained is False when restored.
+
+  Raises:
+    ValueError: the directory's config.json records another model
+      (`check_checkpoint`), or its params do not fit `model_config`.
   """
   key_fields = cache_key_fields(description, model_config, config, seed)
   directory = checkpoint_dir or os.path.join(
       checkpoint.cache_root(cache_dir), "base",
       f"{description.get('name', 'env')}-{checkpoint.config_hash(key_fields)}")
+  check_checkpoint(directory, model_config)
   abstract = jax.eval_shape(model_lib.init_params, jax.random.key(0), model_config)
   if checkpoint.has_params(directory):
     return checkpoint.load_params(directory, abstract), directory, False

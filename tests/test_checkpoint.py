@@ -4,15 +4,22 @@ A base model pretrained on a CPU must load where training runs, a GPU say.
 Orbax records each array's device; restoring without a target sharding asks for
 that device again and fails where it does not exist ("Device cpu:0 was not found"
 on a GPU). On a CPU the same failure shows with host devices: a process with two
-saves onto its second device, cpu:1, and a process with one restores.
+saves onto its second device, cpu:1, and a process with one restores. Params
+that do not fit the model asked for are refused naming their directory.
 """
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+import pytest
+
+from polyepo import checkpoint
 
 SAVE = textwrap.dedent("""
     import sys
@@ -53,3 +60,18 @@ def test_params_saved_on_a_device_this_process_lacks_load_on_its_own(tmp_path):
   _python(LOAD, 1, str(tmp_path / "model"), str(w), str(b))
   np.testing.assert_array_equal(np.load(w), np.arange(6.0).reshape(2, 3))
   np.testing.assert_array_equal(np.load(b), np.full((3,), 0.5))
+
+
+@pytest.mark.parametrize("abstract", [
+    {"w": jax.ShapeDtypeStruct((4, 3), jnp.float32)},                    # another shape
+    {"w": jax.ShapeDtypeStruct((2, 3), jnp.float32),
+     "b": jax.ShapeDtypeStruct((3,), jnp.float32)},                       # another tree
+], ids=["shape", "tree"])
+def test_params_that_do_not_fit_are_refused_naming_the_directory(abstract, tmp_path):
+  directory = str(tmp_path / "model")
+  checkpoint.save_params(directory, {"w": jnp.zeros((2, 3))})
+  with pytest.raises(ValueError, match=f"^The parameters saved under {re.escape(repr(directory))} do not fit "
+                     r"this model \(.+\): were they saved for a model of another size\?$"):
+    checkpoint.load_params(directory, abstract)
+  restored = checkpoint.load_params(directory, {"w": jax.ShapeDtypeStruct((2, 3), jnp.float32)})
+  np.testing.assert_array_equal(restored["w"], np.zeros((2, 3)))

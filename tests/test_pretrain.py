@@ -140,6 +140,31 @@ def test_base_model_is_cached_and_reused(env, tmp_path):
   assert directory4 == explicit
 
 
+def test_base_model_refuses_a_checkpoint_of_another_model(env, tmp_path):
+  """A base-model directory whose config.json (hand-written here) records
+  another architecture is refused before anything is restored or trained,
+  naming the directory and each differing field with both values; a record
+  that differs only in matmul_dtype (compute, not parameters) passes."""
+  env, params = env
+  mc = pretrain.model_config_for(env, **SMALL)  # width 32, 1 layer, 2 heads
+  config = pretrain.PretrainConfig(mixture=(1.0,) * 8, slip_rate=0.1, num_steps=1)
+  directory = tmp_path / "model"
+  directory.mkdir()
+  record = dict(dataclasses.asdict(mc), width=128, num_layers=3, matmul_dtype="bfloat16")
+  (directory / "config.json").write_text(json.dumps({"env": {}, "model": record}))
+  with pytest.raises(ValueError) as err:
+    pretrain.base_model(env, params, description={"name": "multiplication"}, model_config=mc,
+                        config=config, seed=0, checkpoint_dir=str(directory), progress=False)
+  assert str(err.value) == (
+      f"base checkpoint {directory} was trained with model.width=128, this config has 32; "
+      "model.num_layers=3, this config has 1 (see its config.json).")
+  assert os.listdir(directory) == ["config.json"]  # nothing trained into it
+  record.update(width=32, num_layers=1)
+  (directory / "config.json").write_text(json.dumps({"model": record}))
+  pretrain.check_checkpoint(str(directory), mc)
+  pretrain.check_checkpoint(str(tmp_path / "no_config"), mc)
+
+
 @pytest.mark.slow
 def test_problems_without_a_weighted_strategy_add_no_loss(env):
   env, params = env
