@@ -2,7 +2,8 @@
 
   python -m bench.envs [--batch 4096] [--repeats 7] [--slip_rate 0.3]
 
-For each registered domain whose module exists, draws `batch` problems, one
+For each domain named (default: the shipped ones; a registered name or a
+`package.module:Class`) whose module exists, draws `batch` problems, one
 demonstration per problem from a uniformly chosen applicable strategy (with
 slips), compiles `env.score` once, warms it up, then times `repeats` calls
 (each ending in `block_until_ready`) and prints the median and the spread.
@@ -55,7 +56,7 @@ def bench_env(name, batch, repeats, slip_rate, key):
 
 
 def _available(name):
-  module = envs._REGISTRY[name].split(":")[0]  # pylint: disable=protected-access
+  module = envs.target(name).split(":")[0]
   return importlib.util.find_spec(module) is not None
 
 

@@ -1,8 +1,10 @@
 r"""Shared base of the RL configs (grpo.py, reward_shaping.py, poly_epo.py, pass_at_k.py,
 ppo.py, poly_ppo.py).
 
-The config string picks the domain and the size:
+The config string picks the domain (a registered name, or the env class of a
+domain defined outside envs/ as package.module:Class) and the size:
   --config=configs/poly_epo.py:domain=polynomial_roots,size=smoke
+  --config=configs/grpo.py:domain=addition_env:Addition,size=smoke  (tests/ on PYTHONPATH)
   size=smoke    seconds; used by the tests
   size=default  the main job: about 20 minutes on a 2-core CPU, base model included
   size=paper    N=32 samples, sets of n=8, longer training
@@ -96,7 +98,8 @@ def get_config(arg=None, **algorithm):
   args = choices.parse_arg(arg, domain="multiplication", size="default")
   config = ml_collections.ConfigDict()
   config.name = algorithm.pop("name")       # run name (used in the default workdir)
-  config.domain = args.domain               # synthetic domain (envs.make name)
+  config.domain = args.domain               # synthetic domain (envs.make name or
+                                            # package.module:Class)
   config.size = args.size                   # smoke | default | paper
   config.env = ml_collections.ConfigDict()  # shape-fixing env kwargs
   # The base model the policy starts from (pretrained or restored from the cache).

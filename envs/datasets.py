@@ -1,7 +1,9 @@
 """Fixed evaluation problem sets as TFDS datasets (array_record, no TensorFlow).
 
-Every run is evaluated on the same problems: for each registered environment,
-three splits are drawn once with a fixed seed and stored with TFDS:
+Every run is evaluated on the same problems: for each domain (a registered
+name, or a 'package.module:Class' env defined anywhere, stored under
+`envs.slug(domain)`), three splits are drawn once with a fixed seed and stored
+with TFDS:
 
 * `validation` and `test`: the training distribution (`env.default_params()`)
   restricted to the problems `polyepo.splits` holds out of training by their
@@ -59,10 +61,10 @@ class ProblemsConfig(tfds.core.BuilderConfig):
 
 
 def _config(env_name, size, seed) -> ProblemsConfig:
-  if env_name not in envs.NAMES:
-    raise ValueError(f"Unknown environment {env_name!r}; valid choices: {', '.join(envs.NAMES)}.")
-  return ProblemsConfig(
-      name=f"{env_name}-{size}-seed{seed}",
+  """The builder config of domain `env_name` (a registered name or
+  'package.module:Class'); its name, a directory, uses `envs.slug(env_name)`."""
+  return ProblemsConfig(  # envs.slug: ValueError listing the choices for an unknown one
+      name=f"{envs.slug(env_name)}-{size}-seed{seed}",
       description=f"{env_name}: {size} problems per split, seed {seed}.",
       env_name=env_name, size=size, seed=seed)
 

@@ -16,6 +16,11 @@ and reports every failure at once. What they hold an env to (see
   earns 1 iff the two problems share the answer.
 * `slips`: slipped demonstrations keep their label and earn 0.
 * `random_tokens`: uniformly random responses are DEGENERATE and earn 0.
+* `guessing`: the most common correct answer, given to every problem, earns at
+  most `MAX_GUESS_RATE` (10%) of the reward: the answer must not be guessable
+  without the work (over 512 problems drawn from `params`). It fails rather
+  than warns, like every check; a domain that means its answers to be few
+  (yes/no) can leave it out with `only=`.
 * `truncation`: a correct response cut before its EOS earns 0, is DEGENERATE
   and has no answer.
 * `answers`: correct responses to one problem share an answer id.
@@ -38,6 +43,10 @@ from polyepo import splits
 from polyepo.env_api import DEGENERATE
 
 NOT_A_PROBLEM = "Tell me a story about a dragon."
+MAX_GUESS_RATE = 0.1
+"""`guessing`: the most reward one fixed answer may earn over a domain's problems
+(the shipped domains' most common answers earn under 2%, at default and ood
+params; a GCD of uniform pairs would earn 61% with `1`)."""
 
 
 def _problems_and_demos(env, params, key, num_problems, slip_rate=0.0):
@@ -134,6 +143,36 @@ def check_random_tokens(env, params, key, num_problems):
   assert not bad.any(), (
       f"{bad.sum()} random responses are labelled or rewarded:\n    "
       + _examples(env, problems, responses, bad))
+
+
+def check_guessing(env, params, key, num_problems, num_draws=512,
+                   max_guess_rate=MAX_GUESS_RATE):
+  """The most common correct answer, given to every problem, earns <= max_guess_rate.
+
+  Draws `num_draws` problems (more than the other checks: the estimate is a
+  share), demonstrates one applicable strategy on each, takes the answer id
+  (`env.answers`) the most problems share, and scores one response with that
+  answer against every problem: the reward a policy earns by answering the same
+  thing without the work. `num_problems` is not used.
+  """
+  del num_problems
+  key_p, key_d = jax.random.split(jax.random.fold_in(key, 3))
+  problems = env.sample_problems(key_p, params, num_draws)
+  first = np.argmax(np.asarray(env.applicable(problems)), axis=1).astype(np.int32)
+  responses, _ = env.demonstrate(key_d, problems, jnp.asarray(first))
+  responses = np.asarray(responses)
+  ids = np.asarray(env.answers(problems, jnp.asarray(responses)))
+  values, counts = np.unique(ids[ids >= 0], return_counts=True)
+  assert len(values), "no demonstration has an answer id"
+  modal = ids == values[np.argmax(counts)]
+  guess = np.repeat(responses[np.flatnonzero(modal)[:1]], num_draws, axis=0)
+  reward, _ = env.score(problems, jnp.asarray(guess))
+  rate = float(np.mean(np.asarray(reward)))
+  assert rate <= max_guess_rate, (
+      f"one answer alone earns {rate:.1%} of the reward on {num_draws} problems (at most "
+      f"{max_guess_rate:.0%} allowed): a policy could skip the work. Draw problems so that "
+      "no answer is that common. A problem with that answer:\n    "
+      + _examples(env, problems, responses, modal, limit=1))
 
 
 def check_truncation(env, params, key, num_problems):
@@ -237,6 +276,7 @@ CHECKS: Dict[str, Callable] = {
     "reward_from_problem": check_reward_from_problem,
     "slips": check_slips,
     "random_tokens": check_random_tokens,
+    "guessing": check_guessing,
     "truncation": check_truncation,
     "answers": check_answers,
     "jit_vmap": check_jit_vmap,

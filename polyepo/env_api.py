@@ -40,6 +40,10 @@ class Env(Protocol):
     hold_out: whether the `validation` and `test` problems are held out of
       training by a hash of the problem (`polyepo.splits`); False only for a
       problem space too small to split.
+
+  Optional, on the class: `pretrain_defaults`, a dict of
+  `polyepo.pretrain.PretrainConfig` fields, the domain's pretraining values
+  (configs/pretrain.py reads them; what is left out falls back there).
   """
 
   strategy_names: Tuple[str, ...]

@@ -1,7 +1,12 @@
 """A minimal third domain on the kit: two-digit addition, three strategies.
 
-The README's "Add a domain" walks through this file; `envs.testing.check_env`
-passes on it (tests/test_envs_kit.py). The prompt is `37+48?`:
+docs/adding-a-domain.md walks through this file; `envs.testing.check_env`
+passes on it (tests/test_envs_kit.py), and it trains with no edit to the
+repository (tests/test_envs_registry.py), with tests/ on PYTHONPATH:
+
+  python -m experiments.synthetic --config=configs/grpo.py:domain=addition_env:Addition
+
+The prompt is `37+48?`:
 
   split  [place_value]  30+40=70;7+8=15;70+15=85;#85     tens, units, then the total
   jump   [counting]     37+40=77;77+8=85;#85             add b's tens, then its units
@@ -120,6 +125,12 @@ class Addition(env_lib.KitEnv):
   vocab = VOCAB
   strategies = STRATEGIES
   max_response_len = T
+  # The base model's pretraining defaults (configs/pretrain.py reads them; any
+  # polyepo.pretrain.PretrainConfig field). What is left out takes the fallbacks
+  # of configs/pretrain.py: a uniform competence mixture, slip rate 0.05, 1000
+  # steps. A starting point, not tuned: a preference stage that makes `jump` the
+  # habit and `round` rare.
+  pretrain_defaults = dict(preference_mixture=(10.0, 30.0, 1.0), preference_steps=150)
 
   def default_params(self):
     return AdditionParams(low=jnp.int32(10), high=jnp.int32(69))

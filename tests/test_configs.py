@@ -3,11 +3,14 @@ the values the experiments run with, and validation when they are unpacked
 (experiments.build)."""
 
 import dataclasses
+import json
 import os
 import re
+import uuid
 
 import pytest
 
+import envs
 from configs import base, choices, grpo, pass_at_k, poly_epo, poly_ppo, ppo, reward_shaping
 from configs import pretrain as pretrain_config
 from experiments import build
@@ -100,6 +103,80 @@ def test_the_main_job_runs_with_the_values_it_always_had():
           paper.run.num_seeds) == (32, 300, 3)
 
 
+# Hand-written: configs/pretrain.py's per-domain values before they moved beside
+# the env classes (its MIXTURES, PREFERENCES, PRETRAIN_STEPS, PREFERENCE_STEPS,
+# SLIP_RATES and WEIGHT_DECAYS); the other fields are PretrainConfig's defaults.
+OTHER_PRETRAIN_FIELDS = dict(preference_learning_rate=3e-4, batch_size=256, learning_rate=3e-3,
+                             warmup_steps=50, end_lr_ratio=0.05, grad_clip=1.0,
+                             steps_per_chunk=50, microbatch_rows=0)
+PRETRAIN_THEN = {
+    "multiplication": dict(
+        mixture=(1.0, 1.0, 1.5, 2.0, 1.5, 3.0, 3.0, 2.0), slip_rate=0.05, num_steps=1350,
+        preference_mixture=(50.0, 20.0, 12.0, 8.0, 5.0, 2.0, 1.0, 0.01), preference_steps=900,
+        weight_decay=0.01, **OTHER_PRETRAIN_FIELDS),
+    "polynomial_roots": dict(
+        mixture=(1.0,) * 8, slip_rate=0.1, num_steps=1000,
+        preference_mixture=(45.0, 20.0, 4.0, 6.0, 8.0, 15.0, 3.0, 1.0), preference_steps=150,
+        weight_decay=1.0, **OTHER_PRETRAIN_FIELDS),
+}
+
+
+@pytest.mark.parametrize("domain", sorted(PRETRAIN_THEN))
+def test_the_domains_pretrain_with_the_values_they_always_had(domain):
+  assert pretrain_config.get_config(f"domain={domain}").pretrain.to_dict() == PRETRAIN_THEN[domain]
+  smoke = pretrain_config.get_config(f"domain={domain},size=smoke").pretrain
+  assert (smoke.num_steps, smoke.preference_steps, smoke.batch_size) == (20, 10, 32)
+
+
+@pytest.mark.parametrize("domain", sorted(PRETRAIN_THEN))
+def test_the_base_models_cache_key_is_unchanged(domain):
+  """The main job's base model is still found: its cache key fields equal the
+  config.json saved beside the committed base model."""
+  config = poly_epo.get_config(f"domain={domain}").base
+  _, _, model_config, settings = build.pretrain_settings(config)
+  fields = pretrain.cache_key_fields({"name": config.domain, **config.env.to_dict()},
+                                     model_config, settings, config.seed)
+  with open(os.path.join(ROOT, "results", "base", domain, "model", "config.json")) as f:
+    saved = json.load(f)
+  assert json.loads(json.dumps(fields, default=str)) == saved
+
+
+def test_a_domain_that_declares_nothing_gets_the_fallbacks():
+  """toy_env.ChoiceEnv (4 strategies) declares no pretrain_defaults."""
+  config = pretrain_config.get_config("domain=toy_env:ChoiceEnv")
+  assert config.domain == "toy_env:ChoiceEnv"
+  assert config.pretrain.to_dict() == dict(
+      mixture=(1.0, 1.0, 1.0, 1.0), slip_rate=0.05, num_steps=1000, preference_mixture=(),
+      preference_steps=0, weight_decay=0.01, **OTHER_PRETRAIN_FIELDS)
+  smoke = pretrain_config.get_config("domain=toy_env:ChoiceEnv,size=smoke")
+  assert smoke.pretrain.preference_steps == 0  # no preference stage to shorten
+  build.pretrain_settings(smoke)  # valid
+
+
+def test_a_domain_outside_envs_declares_its_own_defaults():
+  """tests/addition_env.py declares a preference stage; the rest falls back."""
+  config = grpo.get_config("domain=addition_env:Addition,size=smoke")
+  assert config.domain == config.base.domain == "addition_env:Addition"
+  pre = config.base.pretrain
+  assert (pre.mixture, pre.preference_mixture, pre.preference_steps, pre.slip_rate) == (
+      (1.0, 1.0, 1.0), (10.0, 30.0, 1.0), 10, 0.05)
+  assert pretrain_config.get_config("domain=addition_env:Addition").pretrain.num_steps == 1000
+  build.rl_settings(config)  # valid
+
+
+class _MisspeltDefaults:
+  strategy_names = ("a", "b")
+  pretrain_defaults = dict(num_steps=10, mixtures=(1.0, 2.0))
+
+
+def test_a_declared_field_that_does_not_exist_is_named():
+  name = f"misspelt_{uuid.uuid4().hex[:8]}"
+  envs.register(name, _MisspeltDefaults)
+  with pytest.raises(ValueError, match=r"_MisspeltDefaults.pretrain_defaults: unknown fields "
+                     r"\['mixtures'\]; valid fields: mixture, slip_rate, num_steps"):
+    pretrain_config.get_config(f"domain={name}")
+
+
 @pytest.mark.parametrize("size,states,vines,n", [
     ("smoke", 1, 3, 2), ("default", 2, 8, 4), ("paper", 2, 16, 8)])
 def test_poly_ppo_and_ppo_configs(size, states, vines, n):
@@ -132,6 +209,9 @@ def test_an_algorithm_cannot_set_an_unknown_field():
 
 @pytest.mark.parametrize("arg,match", [
     ("domain=chess", "domain='chess' is not one of: multiplication, polynomial_roots"),
+    ("domain=a:b:c", "domain='a:b:c' is not one of: multiplication, polynomial_roots"),
+    ("domain=no_such_module_x:Env", "Domain 'no_such_module_x:Env': cannot import module"),
+    ("domain=toy_env:NoSuchEnv", "Domain 'toy_env:NoSuchEnv': module 'toy_env' has no"),
     ("size=huge", "size='huge' is not one of: smoke, default, paper"),
     ("sizes=smoke", "Unknown config string key 'sizes'"),
     ("smoke", "is not of the form key=value"),

@@ -125,3 +125,20 @@ def test_building_says_what_it_builds_once_and_nothing_else(tmp_path, capfd, cap
   datasets.load_split("multiplication", "ood", **kwargs)
   again = capfd.readouterr()
   assert "Building" not in again.out + again.err
+
+
+def test_a_domain_outside_envs_gets_its_splits_under_its_slug(tmp_path):
+  """tests/addition_env.py named by `package.module:Class`: its splits are built
+  under `envs.slug` ('addition_env-Addition') and hold out their problems."""
+  test = datasets.load_split("addition_env:Addition", "test", data_dir=str(tmp_path), size=16)
+  assert test.a.shape == (16,) and ((10 <= np.asarray(test.a)) & (test.a <= 69)).all()
+  assert np.asarray(polyepo_splits.in_split(test, "test")).all()
+  assert (tmp_path / "synthetic_problems" / "addition_env-Addition-16-seed0").is_dir()
+  np.testing.assert_array_equal(
+      test.b, datasets.sample_split("addition_env:Addition", "test", 16).b)
+
+
+def test_an_unknown_domain_lists_the_choices(tmp_path):
+  with pytest.raises(ValueError, match="Unknown environment 'chess'; valid choices: "
+                     "multiplication, polynomial_roots"):
+    datasets.load_split("chess", "test", data_dir=str(tmp_path))

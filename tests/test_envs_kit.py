@@ -229,6 +229,37 @@ def test_conformance_suite_catches_broken_envs(broken, check):
   testing.check_env(addition_env.Addition(), only=[check])
 
 
+class _OftenSixty(addition_env.Addition):
+  """Guessable: every `every`-th problem is a + (60 - a), so `#60` is often right."""
+
+  every = 2
+
+  def sample_problems(self, key, params, batch_size):
+    p = super().sample_problems(key, params, batch_size)
+    a = jnp.clip(p.a, 10, 50)  # 60 - a stays two-digit
+    forced = jnp.arange(batch_size) % self.every == 0
+    return addition_env.AdditionProblems(jnp.where(forced, a, p.a), jnp.where(forced, 60 - a, p.b))
+
+
+def test_a_guessable_answer_fails_the_conformance_suite():
+  """Half the 512 problems sum to 60; of the other half, uniform pairs in
+  [10, 69], 41 / 3600 = 1.1% do too: `#60` alone earns 50% + ~0.6%."""
+  with pytest.raises(AssertionError, match="guessing: one answer alone earns") as err:
+    testing.check_env(_OftenSixty(), only=["guessing"])
+  rate = float(re.search(r"earns ([0-9.]+)% of the reward on 512 problems", str(err.value))[1])
+  assert 50.0 <= rate <= 53.0, rate
+  assert "#60" in str(err.value)
+
+
+def test_an_answer_under_the_threshold_passes():
+  """One problem in 16 sums to 60: 6.25% + 15/16 * 1.1% = 7.3%, under 10%."""
+  env = _OftenSixty()
+  env.every = 16
+  testing.check_env(env, only=["guessing"])
+  # The most common sum, 79, is 60 of the 3600 pairs: 1.7%.
+  testing.check_env(addition_env.Addition(), only=["guessing"])
+
+
 def test_unknown_check_names_the_choices():
   with pytest.raises(ValueError, match="labels_recovered"):
     testing.check_env(addition_env.Addition(), only=["spelling"])

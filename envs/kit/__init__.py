@@ -8,6 +8,6 @@
 * `text`: vocabularies, response text and answer ids;
 * `env`: `KitEnv`, the `Env` methods every domain shares.
 
-`envs.testing.check_env` checks a domain against the `Env` contract; the README's
-"Add a domain" section walks through a small one.
+`envs.testing.check_env` checks a domain against the `Env` contract;
+docs/adding-a-domain.md walks through a small one.
 """

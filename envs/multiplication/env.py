@@ -154,6 +154,24 @@ class Multiplication(env_lib.KitEnv):
   vocab = problems_lib.VOCAB
   strategies = STRATEGIES
 
+  # The base model's pretraining defaults (configs/pretrain.py; any field of
+  # polyepo.pretrain.PretrainConfig). Competence mixture: every applicable
+  # strategy about equally likely, the two long multiplications (learned first)
+  # with less weight than the strategies whose traces are harder to learn.
+  # Preference mixture: one dominant strategy, a middle and a tail; as shares of
+  # the corpus once each problem is restricted to the strategies that apply
+  # (training problems): long_by_b 55%, long_by_a 22%, place_value 13%,
+  # round_adjust 5.4%, difference_of_squares 2.6%, halve_double 0.88%,
+  # factor_out 0.70%, karatsuba 0.01%. The long traces are the hard part (the
+  # accuracy is bounded by learning), hence 1350 competence steps. The
+  # preference stage is long: its rarest strategy's share falls ever more slowly
+  # (karatsuba 0.34% of test samples after 150 steps, 0.28% after 300, 0.13%
+  # after 900; see the README's "The base model").
+  pretrain_defaults = dict(
+      mixture=(1.0, 1.0, 1.5, 2.0, 1.5, 3.0, 3.0, 2.0),
+      preference_mixture=(50.0, 20.0, 12.0, 8.0, 5.0, 2.0, 1.0, 0.01),
+      num_steps=1350, preference_steps=900, slip_rate=0.05, weight_decay=0.01)
+
   def __init__(self, digits_a: int = 2, digits_b: int = 2,
                max_response_len: Optional[int] = None):
     for name, d in (("digits_a", digits_a), ("digits_b", digits_b)):

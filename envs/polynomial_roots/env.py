@@ -187,6 +187,23 @@ class PolynomialRoots(env_lib.KitEnv):
   strategies = STRATEGIES
   render_separator = ":  "
 
+  # The base model's pretraining defaults (configs/pretrain.py; any field of
+  # polyepo.pretrain.PretrainConfig). Competence mixture: uniform. Preference
+  # mixture: one dominant strategy, a middle and a tail; as shares of the corpus
+  # once each problem is restricted to the strategies that apply (training
+  # problems): factor 58%, quadratic_formula 16%, integer_scan 13%,
+  # rational_root 7.2%, vieta_pairs 4.0%, complete_square 1.6%, grouping 0.48%,
+  # depressed_cubic 0.13%. Polynomial traces are learned quickly on training
+  # problems, but the training distribution holds only 1,214 distinct problems
+  # and at weight decay 0.01 the model memorises them (forced accuracy 0.70-0.89
+  # on training problems, 0.06-0.56 on test); weight decay 1.0 narrows the gap
+  # and makes 6 strategies competent on test (see the README's "The base
+  # models").
+  pretrain_defaults = dict(
+      mixture=(1.0,) * 8,
+      preference_mixture=(45.0, 20.0, 4.0, 6.0, 8.0, 15.0, 3.0, 1.0),
+      num_steps=1000, preference_steps=150, slip_rate=0.1, weight_decay=1.0)
+
   def __init__(self, max_root: int = 6, max_lead: int = 5, max_response_len: int = 64):
     if not 1 <= max_root <= 9:
       raise ValueError(f"max_root must be in 1..9, got {max_root!r}.")
