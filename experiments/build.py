@@ -6,19 +6,26 @@ anything compiles: `train.validate`, `loop.validate`, `pretrain.validate` and
 """
 
 import dataclasses
+import glob
+import json
+import os
+from typing import Optional
 
 import jax
 
 import envs
 from envs import datasets
-from polyepo import _checks, evaluate, forced, loop, model, pretrain, splits, train
+from polyepo import _checks, checkpoint, evaluate, forced, loop, model, pretrain, splits, train
 
 
 def rl_settings(config):
   """Unpacks an RL ConfigDict into (TrainConfig, RunSettings).
 
-  Validates both, the matmul dtype and the base model's pretraining config
-  (`config.base`, whose errors start with "base: ").
+  Validates both, the matmul dtype, the base model's pretraining config
+  (`config.base`, whose errors start with "base: ") and an explicit base
+  checkpoint's config.json against `config.base.model`
+  (`pretrain.check_checkpoint`): an entry point refuses them all before it
+  creates the run directory.
   """
   train_config = train.TrainConfig(**config.train.to_dict())
   run_settings = loop.RunSettings(**config.run.to_dict())
@@ -31,6 +38,9 @@ def rl_settings(config):
     pretrain_config(config.base, env.strategy_names)
   except ValueError as err:
     raise ValueError(f"base: {err}") from err
+  if config.base.checkpoint:
+    pretrain.check_checkpoint(config.base.checkpoint,
+                              pretrain.model_config_for(env, **config.base.model))
   return train_config, run_settings
 
 
@@ -58,14 +68,60 @@ def pretrain_settings(config):
   return env, env_params, model_config, pretrain_config(config, env.strategy_names)
 
 
+# The base models shipped with the code, one folder each
+# (results/base/<name>/model): params/ and the config.json of the cache key
+# they were trained under (`pretrain.cache_key_fields`).
+SHIPPED_BASE_MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                   "results", "base")
+
+
+def shipped_base_model(key_fields) -> Optional[str]:
+  """The shipped base model trained under exactly `key_fields`, or None.
+
+  Pretraining is not bitwise the same across CPUs, so the shipped model, not a
+  retrain, is the one the documented results come from.
+  """
+  key_fields = json.loads(json.dumps(key_fields, default=str))
+  for path in sorted(glob.glob(os.path.join(SHIPPED_BASE_MODELS, "*", "model", "config.json"))):
+    directory = os.path.dirname(path)
+    with open(path) as f:
+      if json.load(f) == key_fields and checkpoint.has_params(directory):
+        return directory
+  return None
+
+
 def base_model(config, progress=True):
-  """(env, model_config, params, directory) for a pretraining ConfigDict."""
+  """(env, model_config, params, directory) for a pretraining ConfigDict.
+
+  The base model is `config.checkpoint` if set; else, with `config.shipped`,
+  the shipped one trained under this config (`shipped_base_model`); else the
+  cached one, pretrained first if there is none.
+  """
   env, env_params, model_config, settings = pretrain_settings(config)
+  description = {"name": envs.slug(config.domain), **config.env.to_dict()}
+  directory = config.checkpoint
+  if not directory and config.shipped:
+    directory = shipped_base_model(pretrain.cache_key_fields(
+        description, model_config, settings, config.seed)) or ""
   params, directory, _ = pretrain.base_model(
-      env, env_params, description={"name": config.domain, **config.env.to_dict()},
-      model_config=model_config, config=settings, seed=config.seed,
-      checkpoint_dir=config.checkpoint, cache_dir=config.cache_dir, progress=progress)
+      env, env_params, description=description, model_config=model_config, config=settings,
+      seed=config.seed, checkpoint_dir=directory, cache_dir=config.cache_dir,
+      progress=progress)
   return env, model_config, params, directory
+
+
+def describe_base_model(directory: str) -> str:
+  """The base model's directory, and whether it is the shipped one."""
+  if is_shipped(directory):
+    return (f"{os.path.relpath(directory)} (shipped with the code for this config; "
+            f"--config.base.shipped=false pretrains one instead)")
+  return directory
+
+
+def is_shipped(directory: str) -> bool:
+  """Whether `directory` is one of the shipped base models (read-only: a
+  report about it is written elsewhere)."""
+  return os.path.dirname(os.path.dirname(os.path.abspath(directory))) == SHIPPED_BASE_MODELS
 
 
 def eval_problems(domain, splits=datasets.SPLITS, num_problems=None):

@@ -7,17 +7,20 @@ r"""RL post-training on a synthetic domain: GRPO, reward shaping, Poly-EPO, pass
 Pretrains (or reuses) the base model, then trains all seeds in one program and
 writes the run directory (config.json, train.jsonl, eval.jsonl, tb/, checkpoints/).
 An existing run directory is refused unless --resume or --overwrite is given.
+A mistake on the command line (config, path, checkpoint) is one line, `error: ...`,
+exit status 2, with nothing written; --verbose adds the traceback (experiments.cli).
 Multi-host: call jax.distributed.initialize() before anything else (e.g. set
 POLYEPO_DISTRIBUTED=1); the `data` mesh axis then spans every host's devices.
 """
 
 import os
 
-from absl import app, flags, logging
+from absl import flags, logging
 import jax
 from ml_collections import config_flags
 
-from experiments import build
+import envs
+from experiments import build, cli
 from polyepo import evaluate, loop, train
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "RL config file (configs/*.py).",
@@ -36,12 +39,12 @@ def main(argv):
   config = _CONFIG.value
   train_config, run_settings = build.rl_settings(config)  # fail early
   mesh = train.make_mesh(run_settings.num_devices, train_config.prompts_per_step)
-  workdir = _WORKDIR.value or os.path.join("runs", f"{config.name}-{config.domain}-{config.size}")
-  loop.prepare_workdir(workdir, _RESUME.value, _OVERWRITE.value)  # refuse before any work
+  workdir = _WORKDIR.value or os.path.join("runs", f"{config.name}-{envs.slug(config.domain)}-{config.size}")
+  loop.check_workdir(workdir, _RESUME.value, _OVERWRITE.value)  # refuse before any work
 
   env, model_config, base_params, base_dir = build.base_model(config.base)
   model_config = build.policy_model_config(config, model_config)
-  print(f"base model: {base_dir}")
+  print(f"base model: {build.describe_base_model(base_dir)}")
   final = loop.train_and_evaluate(
       train_config, model_config, env, env.default_params(), base_params,
       build.eval_problems(config.domain, run_settings.eval_splits), workdir,
@@ -55,4 +58,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

@@ -159,3 +159,51 @@ def test_bad_config_string(cache, tmp_path):
                 timeout=120)
   assert result.returncode != 0
   assert "domain='chess' is not one of: multiplication, polynomial_roots" in result.stderr
+
+
+# -- the shipped base models ------------------------------------------------------
+
+
+def _key_fields(config):
+  from experiments import build  # pylint: disable=g-import-not-at-top
+  from polyepo import pretrain  # pylint: disable=g-import-not-at-top
+  _, _, model_config, settings = build.pretrain_settings(config.base)
+  return pretrain.cache_key_fields({"name": config.base.domain, **config.base.env.to_dict()},
+                                   model_config, settings, config.base.seed)
+
+
+@pytest.mark.parametrize("domain", ["multiplication", "polynomial_roots"])
+def test_the_main_config_finds_its_shipped_base_model(domain):
+  """The default config's base model is the shipped one (results/base/<domain>/model):
+  its config.json records exactly the main job's pretraining config."""
+  from configs import poly_epo  # pylint: disable=g-import-not-at-top
+  from experiments import build  # pylint: disable=g-import-not-at-top
+  config = poly_epo.get_config(f"domain={domain}")
+  assert config.base.shipped
+  assert build.shipped_base_model(_key_fields(config)) == os.path.join(
+      ROOT, "results", "base", domain, "model")
+  assert build.is_shipped(os.path.join(ROOT, "results", "base", domain, "model"))
+  # Any other pretraining config has none: it is pretrained (and cached).
+  config.base.seed = 1
+  assert build.shipped_base_model(_key_fields(config)) is None
+  config.base.seed = 0
+  config.base.pretrain.num_steps += 1
+  assert build.shipped_base_model(_key_fields(config)) is None
+  assert not build.is_shipped(os.path.join(ROOT, "results", "base", domain))
+
+
+@pytest.mark.parametrize("shipped, checkpoint, expected", [
+    (True, "", "shipped"), (False, "", ""), (True, "/my/model", "/my/model")])
+def test_the_base_model_comes_from_the_checkpoint_then_the_shipped_one_then_the_cache(
+    monkeypatch, shipped, checkpoint, expected):
+  from configs import poly_epo  # pylint: disable=g-import-not-at-top
+  from experiments import build  # pylint: disable=g-import-not-at-top
+  from polyepo import pretrain  # pylint: disable=g-import-not-at-top
+  asked = {}
+  monkeypatch.setattr(pretrain, "base_model", lambda *a, checkpoint_dir, **kw: (
+      asked.setdefault("dir", checkpoint_dir), checkpoint_dir, False))
+  config = poly_epo.get_config("domain=multiplication")
+  config.base.shipped, config.base.checkpoint = shipped, checkpoint
+  build.base_model(config.base)
+  assert asked["dir"] == (os.path.join(ROOT, "results", "base", "multiplication", "model")
+                          if expected == "shipped" else expected)
