@@ -5,8 +5,9 @@ The config string picks the domain (a registered name, or the env class of a
 domain defined outside envs/ as package.module:Class) and the size:
   --config=configs/poly_epo.py:domain=polynomial_roots,size=smoke
   --config=configs/grpo.py:domain=addition_env:Addition,size=smoke  (tests/ on PYTHONPATH)
-  size=smoke    seconds; used by the tests
-  size=default  the main job: about 20 minutes on a 2-core CPU, base model included
+  size=smoke    about a minute on a 2-core CPU, mostly compiling; used by the tests
+  size=default  the main job: about 5 minutes on a 2-core CPU (the shipped base
+                model restored; pretraining one takes 10-15 minutes more)
   size=paper    N=32 samples, sets of n=8, longer training
 Any field can be overridden: --config.train.learning_rate=3e-5.
 

@@ -3,9 +3,11 @@ r"""Pretraining the base model.
   python -m experiments.pretrain --config=configs/pretrain.py:domain=multiplication
   python -m experiments.pretrain --config=configs/pretrain.py:domain=polynomial_roots,size=smoke
 
-size=default takes 13 minutes (multiplication) or 10 (polynomial roots) on a 2-core Xeon, plus
-a minute or two for the report; size=smoke in under a minute
-(tests use it). Defaults are written once, in the dataclasses the fields unpack
+Both sizes of both domains have a shipped base model (results/base/), which is
+restored; with --config.shipped=false, or a config no shipped model matches,
+size=default pretrains for 13 minutes (multiplication) or 10 (polynomial roots)
+on a 2-core Xeon, plus a minute or two for the report; size=smoke in under two
+minutes (tests use it). Defaults are written once, in the dataclasses the fields unpack
 into (polyepo.model.TransformerConfig, polyepo.pretrain.PretrainConfig); this file
 lists and comments every field, reads the per-domain values from the env class
 (`domain_defaults`) and sets the sizes.

@@ -46,7 +46,9 @@ _SWEEP = flags.DEFINE_string("sweep", None, "Sweep file, optionally with a confi
 _SWEEP_DIR = flags.DEFINE_string("sweep_dir", None,
                                  "Sweep directory (default: runs/sweeps/<sweep name>).")
 _PARALLEL = flags.DEFINE_integer("parallel", 1, "Runs executed at once (processes).")
-_OVERWRITE = flags.DEFINE_bool("overwrite", False, "Delete an existing sweep directory first.")
+_OVERWRITE = flags.DEFINE_bool("overwrite", False, "Remove what a sweep wrote in an existing "
+                                "sweep directory first (a directory holding anything else is "
+                                "refused).")
 _ONLY = flags.DEFINE_list("only", None, "Run only the runs whose names match one of these "
                           "shell patterns (e.g. 'grpo-*,poly_epo-*'); the others are left as "
                           "they are.")

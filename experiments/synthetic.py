@@ -27,7 +27,9 @@ _CONFIG = config_flags.DEFINE_config_file("config", None, "RL config file (confi
                                           lock_config=True)
 _WORKDIR = flags.DEFINE_string("workdir", None, "Run directory (default: runs/<name>-<domain>-<size>).")
 _RESUME = flags.DEFINE_bool("resume", False, "Continue an existing run from its last checkpoint.")
-_OVERWRITE = flags.DEFINE_bool("overwrite", False, "Delete an existing run directory first.")
+_OVERWRITE = flags.DEFINE_bool("overwrite", False, "Remove what a run wrote in an existing run "
+                                "directory first (a directory holding anything else is "
+                                "refused).")
 flags.mark_flags_as_required(["config"])
 
 
@@ -39,7 +41,8 @@ def main(argv):
   config = _CONFIG.value
   train_config, run_settings = build.rl_settings(config)  # fail early
   mesh = train.make_mesh(run_settings.num_devices, train_config.prompts_per_step)
-  workdir = _WORKDIR.value or os.path.join("runs", f"{config.name}-{envs.slug(config.domain)}-{config.size}")
+  workdir = _WORKDIR.value or os.path.join(
+      "runs", f"{config.name}-{envs.slug(config.domain)}-{config.size}")
   loop.check_workdir(workdir, _RESUME.value, _OVERWRITE.value)  # refuse before any work
 
   env, model_config, base_params, base_dir = build.base_model(config.base)

@@ -140,8 +140,8 @@ def prepare_workdir(workdir: str, resume: bool, overwrite: bool) -> None:
 
 
 # Config fields that change how a run is computed, or where its base model is
-# found or cached, but not what it computes (to float rounding): a run may resume with
-# them changed. A field matches itself and every field under it.
+# found or cached, but not what it computes (to float rounding): a run may
+# resume with them changed. A field matches itself and every field under it.
 RESUMABLE_CHANGES = ("run.seed_batch_size", "run.num_devices", "train.microbatch_rows",
                      "base.cache_dir", "base.shipped", "base.report") + tuple(
                          f"base.pretrain.{name}" for name in pretrain.COMPUTE_FIELDS)
@@ -245,8 +245,9 @@ def _step_records(chunk_metrics, first_step: int):
 
 
 def _last_step(path: str) -> int:
-  """The step of a JSONL file's last whole record (-1: none)."""
-  records = writers.read_jsonl(path) if os.path.exists(path) else []
+  """The step of a JSONL file's last whole record (-1: none), after dropping a
+  torn last line (`writers.truncate_jsonl`, which warns once)."""
+  records = writers.truncate_jsonl(path)
   return records[-1]["step"] if records else -1
 
 
@@ -299,7 +300,7 @@ def _restore(manager, state, workdir: str, config: train.TrainConfig, settings: 
       warnings.warn(f"checkpoint {os.path.join(manager.directory, str(step))} does not "
                     f"restore ({type(err).__name__}: {str(err).splitlines()[0][:200]}); "
                     f"trying an earlier one.", writers.RecoveryWarning, stacklevel=3)
-  if restored is None and failed and len(failed) == len(steps):
+  if len(failed) == len(steps):
     raise ValueError(f"No checkpoint of {workdir!r} restores (steps "
                      f"{', '.join(map(str, failed))}); pass --overwrite to start afresh.")
   start, state = restored or (0, state)

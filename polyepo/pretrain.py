@@ -483,7 +483,8 @@ def check_checkpoint(directory: str, model_config: model_lib.TransformerConfig) 
     try:
       saved = json.load(f)
     except ValueError as err:
-      raise ValueError(f"base checkpoint {directory}: its config.json is not JSON ({err}).") from err
+      raise ValueError(f"base checkpoint {directory}: its config.json is not JSON "
+                       f"({err}).") from err
   saved = saved.get("model", {}) if isinstance(saved, dict) else {}
   now = json.loads(json.dumps(dataclasses.asdict(model_config), default=str))
   differ = [f"model.{name}={saved[name]!r}, this config has {now[name]!r}"

@@ -6,7 +6,7 @@ TensorBoard files are written with tensorboardX, which needs no TensorFlow.
 import json
 import os
 import warnings
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
@@ -95,12 +95,14 @@ def read_jsonl(path: str):
   return records
 
 
-def truncate_jsonl(path: str, max_step: int) -> None:
-  """Drops records with step > max_step and a torn last line (a resumed run
-  rewrites them)."""
+def truncate_jsonl(path: str, max_step: Optional[int] = None) -> List[Dict[str, Any]]:
+  """Drops a torn last line and the records with step > max_step (None: none
+  of them), which a resumed run rewrites; returns the records kept ([] for a
+  missing file, which stays missing)."""
   if not os.path.exists(path):
-    return
-  kept = [r for r in read_jsonl(path) if r["step"] <= max_step]
+    return []
+  kept = [r for r in read_jsonl(path) if max_step is None or r["step"] <= max_step]
   with open(path, "w") as f:
     for r in kept:
       f.write(json.dumps(r) + "\n")
+  return kept

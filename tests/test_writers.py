@@ -2,6 +2,7 @@
 
 import json
 import os
+import warnings
 
 import pytest
 
@@ -61,3 +62,15 @@ def test_json_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
   with open(path) as f:
     assert json.load(f) == {"a": 1}
   assert sorted(os.listdir(tmp_path)) == ["config.json", "config.json.tmp"]
+
+
+def test_truncating_without_a_step_drops_only_the_torn_line(tmp_path):
+  path = str(tmp_path / "train.jsonl")
+  _jsonl(path, RECORDS, '{"step": 3, "re')
+  with pytest.warns(writers.RecoveryWarning):
+    assert writers.truncate_jsonl(path) == RECORDS
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")  # the file is whole again: no warning
+    assert writers.read_jsonl(path) == RECORDS
+  assert writers.truncate_jsonl(str(tmp_path / "missing.jsonl")) == []
+  assert not os.path.exists(tmp_path / "missing.jsonl")
