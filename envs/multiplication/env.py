@@ -166,7 +166,7 @@ class Multiplication(env_lib.KitEnv):
   # accuracy is bounded by learning), hence 1350 competence steps. The
   # preference stage is long: its rarest strategy's share falls ever more slowly
   # (karatsuba 0.34% of test samples after 150 steps, 0.28% after 300, 0.13%
-  # after 900; see the README's "The base model").
+  # after 900; see docs/base-models.md).
   pretrain_defaults = dict(
       mixture=(1.0, 1.0, 1.5, 2.0, 1.5, 3.0, 3.0, 2.0),
       preference_mixture=(50.0, 20.0, 12.0, 8.0, 5.0, 2.0, 1.0, 0.01),
