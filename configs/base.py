@@ -5,9 +5,11 @@ The config string picks the domain (a registered name, or the env class of a
 domain defined outside envs/ as package.module:Class) and the size:
   --config=configs/poly_epo.py:domain=polynomial_roots,size=smoke
   --config=configs/grpo.py:domain=addition_env:Addition,size=smoke  (tests/ on PYTHONPATH)
-  size=smoke    about a minute on a 2-core CPU, mostly compiling; used by the tests
-  size=default  the main job: about 5 minutes on a 2-core CPU (the shipped base
-                model restored; pretraining one takes 10-15 minutes more)
+  size=smoke    the whole flow at the smallest sizes, mostly compiling; used by
+                the tests
+  size=default  the main job (the shipped base model restored, or pretrained
+                first where none matches; run times: README.md,
+                docs/performance.md, docs/base-models.md)
   size=paper    N=32 samples, sets of n=8, longer training
 Any field can be overridden: --config.train.learning_rate=3e-5.
 
@@ -76,7 +78,8 @@ from polyepo import loop, train
 #   num_seeds          seeds trained together in one program
 #   seed_batch_size    seeds computed at once: k runs batches of k (vmapped);
 #                      0 = by platform: all on an accelerator, one at a time on
-#                      a CPU (on 2 cores 1.1-1.4x faster for large batches)
+#                      a CPU (whose cores one seed already keeps busy; see
+#                      polyepo.train.default_seed_batch_size)
 #   seed               base seed
 #   eval_every         evaluate on the validation/test/ood splits every k steps
 #                      (0: start/end)

@@ -5,9 +5,9 @@ r"""Pretraining the base model.
 
 Both sizes of both domains have a shipped base model (results/base/), which is
 restored; with --config.shipped=false, or a config no shipped model matches,
-size=default pretrains for 13 minutes (multiplication) or 10 (polynomial roots)
-on a 2-core Xeon, plus a minute or two for the report; size=smoke in under two
-minutes (tests use it). Defaults are written once, in the dataclasses the fields unpack
+size=default pretrains the base model the experiments use, then writes its
+report; size=smoke a small one for the tests (run times: docs/base-models.md,
+docs/performance.md). Defaults are written once, in the dataclasses the fields unpack
 into (polyepo.model.TransformerConfig, polyepo.pretrain.PretrainConfig); this file
 lists and comments every field, reads the per-domain values from the env class
 (`domain_defaults`) and sets the sizes.
@@ -33,7 +33,7 @@ from polyepo import model, pretrain
 FALLBACKS = dict(
     mixture=None,             # None: uniform, weight 1 for every strategy
     slip_rate=0.05,           # multiplication's
-    num_steps=1000,           # polynomial roots' (~7 minutes on 2 cores)
+    num_steps=1000,           # polynomial roots'
     preference_mixture=(),    # with preference_steps=0: no preference stage
     preference_steps=0,
 )
@@ -75,8 +75,7 @@ MODEL_FIELDS = ("width", "num_layers", "num_heads", "num_kv_heads", "mlp_ratio",
 #   mixture          competence stage: weight per strategy (per domain; uniform
 #                    if the domain declares none)
 #   slip_rate        competence stage: share of demonstrations with a slip (per domain)
-#   num_steps        competence stage: optimiser steps (per domain; ~0.4 s each
-#                    on 2 cores)
+#   num_steps        competence stage: optimiser steps (per domain)
 #   preference_mixture        preference stage: weight per strategy (per domain)
 #   preference_steps          preference stage: optimiser steps (0: no stage;
 #                             per domain)

@@ -5,9 +5,9 @@
 For each problem, `num_samples` responses are drawn at the given temperature in
 jitted chunks of problems, problem i's from fold_in(key, i) alone, so the chunk
 size changes only the speed (`default_problems_per_chunk`), not the samples
-(to float rounding: on an H100, where kernels depend on the batch size, 99.9%
-of the samples of 128 problems kept their labels between calls of 16 problems
-and one call of 128); rewards and strategy labels come from the environment. The
+(to float rounding: on an accelerator, whose kernels depend on the batch size,
+a few samples may change between chunk sizes; docs/running.md); rewards and
+strategy labels come from the environment. The
 summary (`summarize`) holds pass@k for every k = 1..num_samples (unbiased),
 strategy shares, per-strategy accuracy (on the problems a strategy applies to),
 distinct and distinct-correct strategies and strategy families, decoy mass,
@@ -59,10 +59,10 @@ def default_problems_per_chunk(num_samples: int) -> int:
 
   On a CPU one problem of 32 or 64 samples: the early-stopping decode loop of a
   call runs until its longest response ends, and problems' response lengths
-  differ (2 cores, another job running, 32 multiplication problems x 64 samples:
-  3.7 s one problem per call, 4.3 s four, 5.0 s sixteen). On a GPU 128
-  problems of 64 samples: an H100 ran 128 x 64 in 0.052 s in one call, 0.133 s
-  in calls of 16 problems, 1.4 s one problem per call.
+  differ, so a call of one problem stops as soon as its own responses end. On
+  a GPU 128 problems of 64 samples: a decoding step of thousands of rows takes
+  little longer there than one of 64, so fewer, larger calls take fewer steps
+  in all (timings: docs/running.md).
   """
   rows = CPU_CHUNK_ROWS if jax.default_backend() == "cpu" else ACCELERATOR_CHUNK_ROWS
   return max(1, rows // num_samples)

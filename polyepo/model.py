@@ -75,8 +75,8 @@ class TransformerConfig:
     eos_id: end-of-sequence token id (sampling stops after it).
     rope_base: RoPE frequency base.
     activation: MLP non-linearity, one of ACTIVATIONS. ReLU is the default:
-      on a CPU, XLA fuses GELU's backward into a slow transpose (measured: a
-      training step 1.75x slower than with ReLU).
+      on a CPU, XLA fuses GELU's backward into a slow transpose, which ReLU's
+      backward (a mask) avoids.
     matmul_dtype: operand type of the projection matmuls (QKV, attention
       output, MLP, head), one of MATMUL_DTYPES. "bfloat16" rounds both
       operands to bfloat16 and accumulates in float32, forward and backward
@@ -268,11 +268,11 @@ class Attention(nn.Module):
     qkv = nn.DenseGeneral((heads + 2 * kv_heads, dim), use_bias=False, name="qkv",
                           **_dense_kwargs(cfg))(x)  # [B, T, H + 2 * KV, D]
     # `split`, not slicing: its gradient is one concatenation, where slices'
-    # gradients are padded to full size and summed (update 1.05x faster).
+    # gradients are each padded to full size and then summed.
     if length == 1:
-      # A decoding step turns its queries and keys in one rotary: the preset's
-      # rollout 1.09-1.10x faster, the same tokens (teacher forcing keeps two:
-      # its update was 0.97x as fast with one).
+      # A decoding step turns its queries and keys in one rotary: half the
+      # rotary operations of every step of the decode loop, the same tokens
+      # (teacher forcing keeps two: its backward pass is faster with them apart).
       qk, v = jnp.split(qkv, (heads + kv_heads,), axis=2)
       q, k = jnp.split(rotary(qk, *rope), (heads,), axis=2)
     else:

@@ -15,8 +15,8 @@ stages build that on purpose, keeping competence apart from preference:
    drawn as in the competence stage and trained on everything *after* the
    opening. The loss is the sum of the two halves' mean token losses. So the
    skew moves only which strategy the model starts, and the rest keeps being
-   trained as before (trained on openings alone, the model forgot how to carry
-   the strategies out: 77% of its multiplication samples followed none).
+   trained as before (a model trained on openings alone forgets how to carry
+   the strategies out, since nothing after the opening is trained any more).
 
 The competence stage's model is the base model of the same config without a
 preference stage, and is cached as such (`base_model`): changing the
@@ -277,9 +277,11 @@ def length_order(mask: jax.Array, num_micro: int) -> jax.Array:
 
 
 # Demonstrations per micro-batch on a CPU when none is asked for
-# (microbatch_rows=0): 32, where the RL update takes 16 (multiplication's
-# preference step 256 ms with 32, 289 ms with 16; its competence step 370 vs
-# 360 ms, timed in turn in one process).
+# (microbatch_rows=0): 32, where the RL update takes 16. A pretraining step
+# cuts each micro-batch's responses after its last trained token, so its
+# micro-batches are shorter (the preference stage's openings most of all) and
+# 32 rows still fit the caches, in half as many loop iterations (timings:
+# docs/performance.md).
 CPU_MICROBATCH_ROWS = 32
 
 

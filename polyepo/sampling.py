@@ -14,8 +14,8 @@ is prefilled once and its cache serves its N samples (rows b * N + j of the
 B * N rollouts) as a shared prefix (`model.continuation_cache`), never copied
 to them: the rollouts of `jnp.repeat(prompt_tokens, N, axis=0)`, to float
 rounding, for 1 / N of the prefill and of the reads of the prompt's keys and
-values at every decoding step (a preset rollout 1.14x faster on 2 cores). The
-loop is a `lax.while_loop` that exits once every row has emitted EOS
+values at every decoding step (attention over a cache is bound by reading
+it). The loop is a `lax.while_loop` that exits once every row has emitted EOS
 (`early_stop=True`), or a fixed-length `lax.scan`
 (`early_stop=False`, for benchmarks). Step t draws its token by inverting the
 CDF with uniform u[t], where u = uniform(key, [T, B]) is drawn once up front,
@@ -27,9 +27,9 @@ platform prefers without changing the evaluation. The responses' KV cache
 starts at `cache_block` slots and grows by `cache_block` slots between
 phases of the loop (`model.grow_cache`): attention reads every slot of the
 cache, filled or not, so this reads about half the slots of a cache allocated
-at full length (a rollout 1.07-1.15x faster on 2 cores), with the same rollout
-to float rounding. `sample` is pure: wrap it in `jax.jit` (static: config,
-max_new_tokens, early_stop) and `jax.vmap` it freely (e.g. over keys).
+at full length, with the same rollout to float rounding. `sample` is pure:
+wrap it in `jax.jit` (static: config, max_new_tokens, early_stop) and
+`jax.vmap` it freely (e.g. over keys).
 `make_sampler` does the wrapping for a fixed setting.
 
 Sampling distribution. Logits are divided by the temperature, then optionally

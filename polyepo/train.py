@@ -206,13 +206,13 @@ CPU_MICROBATCH_ROWS = 16
 def default_microbatch_rows(minibatch_rows: int, cpu_rows: int = CPU_MICROBATCH_ROWS) -> int:
   """Responses per micro-batch when none is asked for (microbatch_rows=0).
 
-  `cpu_rows` on a CPU, whose caches then hold a micro-batch's activations
-  (2 cores, the preset's 16 groups of 16, ACCUMULATE_UNROLL micro-batches per
-  iteration: the update 1.12-1.15x faster with micro-batches of 16 responses
-  than of 32, and those 1.23x faster than the minibatch at once); the whole
-  `minibatch_rows` on an accelerator, which runs larger batches better (an
-  H100: the main job's step 1.30x and pretraining's 1.69x faster than with
-  micro-batches of 32).
+  `cpu_rows` on a CPU: past the caches, the update's element-wise passes over
+  memory cost more than its matmuls at these widths, and micro-batches of 16
+  responses keep a micro-batch's activations in cache while ACCUMULATE_UNROLL
+  of them run side by side on two cores. The whole `minibatch_rows` on an
+  accelerator, whose many cores a micro-batch leaves idle and which pays a
+  fixed cost per operation, so that splitting a batch only adds operations
+  (timings: docs/performance.md).
   """
   return cpu_rows if jax.default_backend() == "cpu" else minibatch_rows
 
@@ -228,9 +228,9 @@ def microbatch_groups(microbatch_rows: int, groups: int, rows_per_group: int,
 
 
 # Micro-batches per iteration of `accumulate`'s loop. Two independent ones let
-# XLA:CPU run the operations of one beside those of the other on two cores
-# (the preset's update in micro-batches of 16 responses 1.15-1.17x faster than
-# one per iteration, the same numbers; 3, 4 or 8 per iteration gain less).
+# XLA:CPU run the operations of one beside those of the other on two cores,
+# with the same numbers; more per iteration find no more cores to run on, only
+# more activations live at once.
 ACCUMULATE_UNROLL = 2
 
 
@@ -374,9 +374,10 @@ def default_seed_batch_size(num_seeds: int) -> int:
   """Seeds computed at once when none is asked for (seed_batch_size=0).
 
   All of them on an accelerator, which runs many vmapped seeds for little more
-  than one (a GPU: 64 seeds 5x the seed-steps per second of one); one at a time
-  on a CPU, whose cores one seed already keeps busy (2 cores, 5 seeds of 16 x
-  16: GRPO 1.12x and Poly-PPO 1.20x faster per step than all five vmapped).
+  than one, since one seed leaves most of its cores idle; one at a time on a
+  CPU, whose cores one seed already keeps busy, so vmapping buys no
+  parallelism, and vmapped seeds decode until the longest response of any of
+  them ends (they stop together; timings: docs/performance.md).
   """
   return num_seeds if jax.default_backend() != "cpu" else 1
 
@@ -676,9 +677,10 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
   check_seed_batch_size(seed_batch_size, num_seeds)
 
   def seed_batch(states, base_params):
-    """A batch of seeds [k, ...]. One seed runs unbatched (measured 1.3x faster
-    than a vmap of one); more are vmapped under a name, so that their rollouts
-    stop together (see sampling.sample's axis_name)."""
+    """A batch of seeds [k, ...]. One seed runs unbatched: a vmapped decode
+    loop evaluates its exit test per seed and selects every loop variable, the
+    KV cache included, at every step. More are vmapped under a name, so that
+    their rollouts stop together (see sampling.sample's axis_name)."""
     if jax.tree.leaves(states)[0].shape[0] == 1:
       out = run_chunk(jax.tree.map(lambda x: x[0], states), base_params)
       return jax.tree.map(lambda x: x[None], out)

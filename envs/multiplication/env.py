@@ -164,9 +164,10 @@ class Multiplication(env_lib.KitEnv):
   # round_adjust 5.4%, difference_of_squares 2.6%, halve_double 0.88%,
   # factor_out 0.70%, karatsuba 0.01%. The long traces are the hard part (the
   # accuracy is bounded by learning), hence 1350 competence steps. The
-  # preference stage is long: its rarest strategy's share falls ever more slowly
-  # (karatsuba 0.34% of test samples after 150 steps, 0.28% after 300, 0.13%
-  # after 900; see docs/base-models.md).
+  # preference stage is long: cross-entropy lowers a rare token's probability
+  # at a rate proportional to it, so the rarest strategy's share falls ever
+  # more slowly, and it takes this many steps to bring karatsuba under the
+  # rarest-strategy target (shares by step: docs/base-models.md).
   pretrain_defaults = dict(
       mixture=(1.0, 1.0, 1.5, 2.0, 1.5, 3.0, 3.0, 2.0),
       preference_mixture=(50.0, 20.0, 12.0, 8.0, 5.0, 2.0, 1.0, 0.01),
