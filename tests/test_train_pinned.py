@@ -1,0 +1,71 @@
+"""Same seed, same numbers: every estimator's first steps against values pinned
+before `polyepo.estimators` replaced the estimator branches of `make_train`.
+
+A regression pin, not a correctness test (correctness is tested against hand-worked
+values, brute force and learning in the other tests): it fails if a refactor moves
+any number of a run. `tests/data/train_pinned.json` was written by
+`PYTHONPATH=.:tests python tests/test_train_pinned.py` on release a2a3442, before the registry.
+The tolerance allows float rounding between CPUs, nothing more.
+"""
+
+import dataclasses
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+import toy_env
+from polyepo import model, pretrain, train
+
+PINNED = os.path.join(os.path.dirname(__file__), "data", "train_pinned.json")
+BASE = train.TrainConfig(prompts_per_step=4, samples_per_prompt=6, set_size=3,
+                         num_minibatches=2, num_steps=3, steps_per_chunk=3,
+                         learning_rate=1e-2, warmup_steps=1)
+RUNS = {
+    "grpo": dict(estimator="grpo"),
+    "dr_grpo": dict(estimator="grpo", normalize=False),
+    "grpo_kl": dict(estimator="grpo", kl_coef=0.1, temperature=0.8),
+    "reward_shaping": dict(estimator="reward_shaping", lam=0.5),
+    "poly_epo": dict(estimator="set_rl"),
+    "poly_epo_batch": dict(estimator="set_rl", normalize_over="batch"),
+    "poly_epo_sampled": dict(estimator="set_rl", num_subsets=3, objective="srl"),
+    "ppo": dict(estimator="ppo"),
+    "poly_ppo": dict(estimator="poly_ppo", num_vine_states=1, vine_samples=4),
+    "poly_ppo_no_vines": dict(estimator="poly_ppo", num_vine_states=0),
+    # The toy env's one-token responses have no step boundary to grow vines from.
+    "poly_ppo_multiplication": dict(estimator="poly_ppo", num_vine_states=2, vine_samples=4),
+}
+SCALARS = ("reward", "loss", "grad_norm", "advantage_std", "pass_at_1")
+
+
+def run(name):
+  """{metric: [steps] floats} and the final parameters' sum of |x| for RUNS[name]."""
+  env = envs.make("multiplication")[0] if name.endswith("multiplication") else toy_env.ChoiceEnv()
+  mc = pretrain.model_config_for(env, width=32, num_layers=1, num_heads=2)
+  base = model.init_params(jax.random.key(0), mc)
+  init, run_chunk = train.make_train(dataclasses.replace(BASE, **RUNS[name]), mc, env,
+                                     env.default_params(), num_seeds=1)
+  state, metrics = run_chunk(init(base, jnp.array([[3, 4]], jnp.uint32)), base)
+  out = {k: np.asarray(metrics[k][0], np.float64).tolist() for k in SCALARS}
+  out["params_abs_sum"] = float(sum(jnp.sum(jnp.abs(x)) for x in jax.tree.leaves(state.params)))
+  return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(RUNS))
+def test_same_seed_gives_the_pinned_numbers(name):
+  with open(PINNED) as f:
+    pinned = json.load(f)[name]
+  got = run(name)
+  for key, value in pinned.items():
+    np.testing.assert_allclose(got[key], value, rtol=2e-4, atol=1e-5, err_msg=key)
+
+
+if __name__ == "__main__":
+  with open(PINNED, "w") as f:
+    json.dump({name: run(name) for name in RUNS}, f, indent=1)
+    f.write("\n")
