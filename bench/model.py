@@ -36,7 +36,7 @@ import optax
 from bench.timing import median_seconds
 from polyepo import model
 from polyepo import sampling
-from polyepo import train
+from polyepo import accumulation
 
 
 def matmul_peak(size=2048, repeats=10, matmul_dtype="float32"):
@@ -91,7 +91,7 @@ def bench_training(config, params, batch, prompt_len, steps, repeats, microbatch
   `microbatch_rows` sequences as `polyepo.train` does (`batch` or more: the
   batch at once)."""
   optimizer = optax.adam(3e-3)
-  num_micro = batch // train.microbatch_groups(microbatch_rows, batch, 1)
+  num_micro = batch // accumulation.microbatch_groups(microbatch_rows, batch, 1)
 
   def loss_fn(params, micro, count):
     logp = model.sequence_logprobs(params, config, *micro)
@@ -100,7 +100,7 @@ def bench_training(config, params, batch, prompt_len, steps, repeats, microbatch
   @functools.partial(jax.jit, donate_argnums=(0, 1))
   def train_step(params, opt_state, prompts, responses, mask):
     grad_fn = jax.value_and_grad(functools.partial(loss_fn, count=jnp.sum(mask)))
-    loss, grads = train.accumulate(grad_fn, params, (prompts, responses, mask), num_micro)
+    loss, grads = accumulation.accumulate(grad_fn, params, (prompts, responses, mask), num_micro)
     updates, opt_state = optimizer.update(grads, opt_state, params)
     return optax.apply_updates(params, updates), opt_state, loss
 
@@ -150,7 +150,7 @@ def main():
   tok_s, flop_s = bench_sampling(config, params, b, p, t, args.repeats)
   print(f"sampling: {tok_s:10,.0f} sampled tokens/s  {flop_s / 1e9:6.1f} GFLOP/s"
         f"  MFU {flop_s / peak:6.1%}")
-  rows = args.microbatch_rows or train.default_microbatch_rows(b)
+  rows = args.microbatch_rows or accumulation.default_microbatch_rows(b)
   for rows in dict.fromkeys((min(rows, b), b)):  # micro-batches, then at once
     resp_s, all_s, masked_s, flop_s = bench_training(
         config, params, b, p, t, args.repeats, rows)

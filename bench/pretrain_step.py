@@ -22,7 +22,7 @@ import jax
 from bench import timing
 from configs import pretrain as pretrain_configs
 from experiments import build
-from polyepo import pretrain, train
+from polyepo import accumulation, pretrain
 
 
 def main(argv=None):
@@ -37,7 +37,7 @@ def main(argv=None):
   env, env_params, model_config, settings = build.pretrain_settings(config)
   settings = dataclasses.replace(settings, steps_per_chunk=args.steps)
   whole_responses = unittest.mock.patch.object(pretrain, "cut_lengths", lambda t: (t,))
-  rows = settings.microbatch_rows or train.default_microbatch_rows(
+  rows = settings.microbatch_rows or accumulation.default_microbatch_rows(
       settings.batch_size, pretrain.CPU_MICROBATCH_ROWS)
   print(f"{args.domain}, {jax.devices()[0].device_kind}, batches of {settings.batch_size} in "
         f"micro-batches of {rows} rows; seconds per step "

@@ -47,7 +47,7 @@ import envs
 from bench.timing import median_seconds, xla_op_seconds
 from configs import poly_epo
 from experiments import build
-from polyepo import losses, model, pretrain, sampling, train
+from polyepo import accumulation, estimators, losses, model, pretrain, sampling, train
 
 
 def phases(domain: str, repeats: int, ops: bool = False, matmul_dtype: str = "float32"):
@@ -76,7 +76,7 @@ def phases(domain: str, repeats: int, ops: bool = False, matmul_dtype: str = "fl
   rollout_fn = jax.jit(rollout, static_argnums=(1, 2))
   out = rollout_fn(distinct, T, N)
   reward, label = jax.jit(env.score)(repeated, out.tokens)
-  adv = jax.jit(functools.partial(train.batch_advantages, train_config))(
+  adv = jax.jit(functools.partial(estimators.batch_advantages, train_config))(
       reward.reshape(B, N), label.reshape(B, N), jax.random.split(key, B))
   adv = adv.reshape(-1)
   logprobs = jax.jit(lambda p, *batch: model.sequence_logprobs(p, model_config, *batch,
@@ -89,7 +89,7 @@ def phases(domain: str, repeats: int, ops: bool = False, matmul_dtype: str = "fl
          "mask": by_group(out.mask), "old_logp": by_group(out.logprobs), "adv": by_group(adv)},)
   loss_config = losses.PGLossConfig(train_config.eps_low, train_config.eps_high,
                                     train_config.aggregation)
-  num_micro = groups // train.microbatch_groups(train_config.microbatch_rows, groups, N)
+  num_micro = groups // accumulation.microbatch_groups(train_config.microbatch_rows, groups, N)
 
   def micro_loss(p, g, totals):
     rows = lambda x: x.reshape((-1,) + x.shape[2:])
@@ -102,7 +102,7 @@ def phases(domain: str, repeats: int, ops: bool = False, matmul_dtype: str = "fl
     """fn of each micro-batch, summed over the minibatch as polyepo.train does."""
     def over_minibatch(p, minibatch):
       totals = losses.batch_totals(minibatch["mask"].reshape(-1, T))
-      return train.accumulate(lambda p, g: fn(p, g, totals), p, minibatch, num_micro)
+      return accumulation.accumulate(lambda p, g: fn(p, g, totals), p, minibatch, num_micro)
     return over_minibatch
 
   loss_fn = minibatch(micro_loss)
@@ -132,7 +132,7 @@ def phases(domain: str, repeats: int, ops: bool = False, matmul_dtype: str = "fl
       "prefill": prefill,
       "decode": full - prefill,
       "scoring": time(jax.jit(env.score), repeated, out.tokens),
-      "advantages": time(jax.jit(functools.partial(train.batch_advantages, train_config)),
+      "advantages": time(jax.jit(functools.partial(estimators.batch_advantages, train_config)),
                          reward.reshape(B, N), label.reshape(B, N), jax.random.split(key, B)),
       "ref logp": (time(logprobs, params, distinct, out.tokens, out.mask)
                    if train_config.kl_coef else 0.0),

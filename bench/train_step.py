@@ -48,8 +48,8 @@ import envs
 from bench.model import matmul_peak, sampling_flops
 from bench.timing import interleaved_median_seconds, median_seconds
 from experiments.machine import cpu_name
-from polyepo import (advantages, losses, model, poly_ppo, pretrain, sampling, train,
-                     value_head, vines)
+from polyepo import (accumulation, advantages, losses, model, poly_ppo, pretrain, sampling,
+                     train, value_head, vines)
 
 PROMPTS, SAMPLES, RESPONSE, PROMPT_LEN = 16, 16, 48, 16
 PRESET = model.TransformerConfig(vocab_size=32, width=128, num_layers=2, num_heads=4,
@@ -89,8 +89,8 @@ def preset_phases(repeats, matmul_dtype="float32"):
       return losses.clipped_pg_loss(logp, rows(g["old_logp"]), rows(g["adv"]), rows(g["mask"]),
                                     totals=totals)[0]
 
-    micro = train.microbatch_groups(train.TrainConfig.microbatch_rows, PROMPTS, SAMPLES)
-    grads = train.accumulate(jax.grad(loss_fn), params, groups, PROMPTS // micro)
+    micro = accumulation.microbatch_groups(train.TrainConfig.microbatch_rows, PROMPTS, SAMPLES)
+    grads = accumulation.accumulate(jax.grad(loss_fn), params, groups, PROMPTS // micro)
     updates, opt_state = optimizer.update(grads, opt_state, params)
     return optax.apply_updates(params, updates), opt_state
 

@@ -60,38 +60,12 @@ def domain_defaults(domain):
           for k, v in values.items()}
 
 
-# The transformer policy: these fields of polyepo.model.TransformerConfig, at its
-# defaults (vocabulary, special tokens and max_len come from the env):
-#   width          residual width
-#   num_layers     transformer blocks
-#   num_heads      query heads
-#   num_kv_heads   key/value heads (1 = multi-query attention)
-#   mlp_ratio      MLP hidden width / width
-#   activation     relu | gelu | silu
+# The transformer policy: these fields of polyepo.model.TransformerConfig (documented
+# there), at its defaults (vocabulary, special tokens and max_len come from the env).
 MODEL_FIELDS = ("width", "num_layers", "num_heads", "num_kv_heads", "mlp_ratio", "activation")
 
-# Supervised training on demonstrations: the fields of polyepo.pretrain.PretrainConfig,
-# at its defaults except the per-domain ones:
-#   mixture          competence stage: weight per strategy (per domain; uniform
-#                    if the domain declares none)
-#   slip_rate        competence stage: share of demonstrations with a slip (per domain)
-#   num_steps        competence stage: optimiser steps (per domain)
-#   preference_mixture        preference stage: weight per strategy (per domain)
-#   preference_steps          preference stage: optimiser steps (0: no stage;
-#                             per domain)
-#   preference_learning_rate  preference stage: peak AdamW learning rate
-#   batch_size       demonstrations per step
-#   learning_rate    peak AdamW learning rate
-#   warmup_steps     linear warm-up, then cosine decay
-#   end_lr_ratio     final / peak learning rate
-#   weight_decay     AdamW weight decay (per domain)
-#   grad_clip        global-norm clipping
-#   steps_per_chunk  steps per compiled chunk (progress granularity)
-#   microbatch_rows  gradient accumulated over micro-batches of at most this many
-#                    demonstrations (batch_size or more: all at once; 0: by
-#                    platform, 32 on a CPU, the whole batch on an accelerator);
-#                    the same model to float rounding, so not part of the base
-#                    model's cache key
+# Supervised training on demonstrations: the fields of polyepo.pretrain.PretrainConfig
+# (documented there), at its defaults except the per-domain ones.
 
 
 def get_config(arg=None):

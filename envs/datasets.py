@@ -41,7 +41,6 @@ import tensorflow_datasets as tfds
 import envs
 from polyepo import splits
 
-SPLITS = ("validation", "test", "ood")
 
 DEFAULT_DATA_DIR = "~/.cache/polyepo/tfds"
 
@@ -87,7 +86,7 @@ def sample_split(env_name: str, split: str, size: int, seed: int = 0):
   """
   env, _ = envs.make(env_name)
   params = env.ood_params() if split == "ood" else env.default_params()
-  key = jax.random.fold_in(jax.random.PRNGKey(seed), SPLITS.index(split))
+  key = jax.random.fold_in(jax.random.PRNGKey(seed), splits.EVAL_SPLITS.index(split))
   problems = splits.sample(env, key, params, size, split)
   if split != "ood" and env.hold_out and not bool(np.all(splits.in_split(problems, split))):
     raise RuntimeError(f"Could not draw {size} {env_name} problems of split {split!r}.")
@@ -126,7 +125,7 @@ class SyntheticProblems(tfds.core.GeneratorBasedBuilder):
   def _split_generators(self, dl_manager):
     del dl_manager  # Nothing to download: problems are sampled.
     cfg = self.builder_config
-    return {split: self._generate_examples(split, cfg.size) for split in SPLITS}
+    return {split: self._generate_examples(split, cfg.size) for split in splits.EVAL_SPLITS}
 
   def _generate_examples(self, split, size):
     cfg = self.builder_config
@@ -170,7 +169,7 @@ def builder(env_name: str, *, data_dir: Optional[str] = None, size: int = 256,
     prepared = b.is_prepared()
   if build and not prepared:
     print(f"Building the {env_name} eval splits ({size} problems each of "
-          f"{', '.join(SPLITS)}, seed {seed}) in {b.data_dir}; later runs reuse them.",
+          f"{', '.join(splits.EVAL_SPLITS)}, seed {seed}) in {b.data_dir}; later runs reuse them.",
           flush=True)
     try:
       with _quiet(captured):
@@ -189,8 +188,8 @@ def load_split(env_name: str, split: str, *, data_dir: Optional[str] = None,
   Builds the dataset into `data_dir` on first use, then reads it with
   `as_data_source` (no TensorFlow).
   """
-  if split not in SPLITS:
-    raise ValueError(f"Unknown split {split!r}; valid choices: {', '.join(SPLITS)}.")
+  if split not in splits.EVAL_SPLITS:
+    raise ValueError(f"Unknown split {split!r}; valid choices: {', '.join(splits.EVAL_SPLITS)}.")
   b = builder(env_name, data_dir=data_dir, size=size, seed=seed)
   source = b.as_data_source(split=split)
   structure = b._structure()  # pylint: disable=protected-access

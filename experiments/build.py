@@ -15,7 +15,7 @@ import jax
 
 import envs
 from envs import datasets
-from polyepo import _checks, checkpoint, evaluate, forced, loop, model, pretrain, splits, train
+from polyepo import checkpoint, checks, evaluate, forced, loop, model, pretrain, splits, train
 
 
 def rl_settings(config):
@@ -29,9 +29,8 @@ def rl_settings(config):
   """
   train_config = train.TrainConfig(**config.train.to_dict())
   run_settings = loop.RunSettings(**config.run.to_dict())
-  train.validate(train_config)
   loop.validate(run_settings, train_config)
-  _checks.one_of("matmul_dtype", config.matmul_dtype, model.MATMUL_DTYPES)
+  checks.one_of("matmul_dtype", config.matmul_dtype, model.MATMUL_DTYPES)
   env, _ = envs.make(config.base.domain, **config.base.env)
   train.validate_env(train_config, env)
   try:
@@ -124,10 +123,10 @@ def is_shipped(directory: str) -> bool:
   return os.path.dirname(os.path.dirname(os.path.abspath(directory))) == SHIPPED_BASE_MODELS
 
 
-def eval_problems(domain, splits=datasets.SPLITS, num_problems=None):
-  """{split: problems} from the TFDS eval splits (built on first use)."""
+def eval_problems(domain, names=splits.EVAL_SPLITS, num_problems=None):
+  """{split: problems} of the TFDS eval splits `names` (built on first use)."""
   out = {}
-  for split in splits:
+  for split in names:
     problems = datasets.load_split(domain, split)
     if num_problems is not None:
       problems = jax.tree.map(lambda x: x[:num_problems], problems)

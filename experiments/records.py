@@ -64,14 +64,16 @@ def algorithm_label(config: Dict[str, Any]) -> str:
   return label if t["estimator"] == "set_rl" else f"{t['estimator']} {label}"
 
 
-def _read_jsonl(path: str) -> List[Dict[str, Any]]:
+def read_jsonl_or_empty(path: str) -> List[Dict[str, Any]]:
   """`writers.read_jsonl`, or [] for a missing file."""
   from polyepo import writers  # pylint: disable=g-import-not-at-top
   return writers.read_jsonl(path) if os.path.exists(path) else []
 
 
 def load_runs(sweep_dirs: Sequence[str]) -> List[RunRecord]:
-  """Every run directory (with an evaluation) under the sweep directories, by name."""
+  """Every run directory (with an evaluation) under the sweep directories, by name;
+  a run's records are its eval.jsonl and train.jsonl, or their archived .jsonl.gz."""
+  from polyepo import writers  # pylint: disable=g-import-not-at-top
   runs = []
   for index, sweep_dir in enumerate(sweep_dirs):
     root = os.path.join(sweep_dir, "runs")
@@ -79,14 +81,14 @@ def load_runs(sweep_dirs: Sequence[str]) -> List[RunRecord]:
       raise FileNotFoundError(f"{sweep_dir!r} is not a sweep directory (no runs/ inside).")
     for name in sorted(os.listdir(root)):
       workdir = os.path.join(root, name)
-      evals = _read_jsonl(os.path.join(workdir, "eval.jsonl"))
+      evals = read_jsonl_or_empty(writers.jsonl_path(workdir, "eval.jsonl"))
       if not evals or not os.path.exists(os.path.join(workdir, "config.json")):
         continue
       with open(os.path.join(workdir, "config.json")) as f:
         config = json.load(f)
       lam = config["train"]["lam"] if config["train"]["estimator"] == "reward_shaping" else None
       runs.append(RunRecord(name, config["domain"], algorithm_label(config), lam, config,
-                            evals, _read_jsonl(os.path.join(workdir, "train.jsonl")),
+                            evals, read_jsonl_or_empty(writers.jsonl_path(workdir, "train.jsonl")),
                             sweep=index))
   if not runs:
     raise FileNotFoundError(f"No run with an evaluation under {', '.join(sweep_dirs)}.")

@@ -163,7 +163,7 @@ def is_finished(workdir: str, num_steps: Optional[int] = None) -> bool:
     if num_steps is None:
       with open(os.path.join(workdir, "config.json")) as f:
         num_steps = json.load(f)["train"]["num_steps"]
-    steps = [r["step"] for r in writers.read_jsonl(os.path.join(workdir, "eval.jsonl"))]
+    steps = [r["step"] for r in writers.read_jsonl(writers.jsonl_path(workdir, "eval.jsonl"))]
   except (OSError, ValueError, KeyError):
     return False
   return bool(steps) and steps[-1] == num_steps

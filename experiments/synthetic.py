@@ -21,7 +21,7 @@ from ml_collections import config_flags
 
 import envs
 from experiments import build, cli
-from polyepo import evaluate, loop, train
+from polyepo import evaluate, loop, parallel
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "RL config file (configs/*.py).",
                                           lock_config=True)
@@ -40,7 +40,7 @@ def main(argv):
     jax.distributed.initialize()
   config = _CONFIG.value
   train_config, run_settings = build.rl_settings(config)  # fail early
-  mesh = train.make_mesh(run_settings.num_devices, train_config.prompts_per_step)
+  mesh = parallel.make_mesh(run_settings.num_devices, train_config.prompts_per_step)
   workdir = _WORKDIR.value or os.path.join(
       "runs", f"{config.name}-{envs.slug(config.domain)}-{config.size}")
   loop.check_workdir(workdir, _RESUME.value, _OVERWRITE.value)  # refuse before any work

@@ -33,10 +33,18 @@ from typing import Any, Dict, List, Optional, Sequence
 from absl import app, flags
 
 from configs.sweeps import tuning as tuning_sweep
-from experiments import cli, records, report
+from experiments import cli, records, summary, tables
+from experiments.archive import archive_sweeps, sweep_info, unfinished
 
-# The --out and --archive flags are experiments.report's (imported above).
-FLAGS = flags.FLAGS
+# experiments.report defines --out and --archive too; allow_override lets one
+# process (the tests) import both modules. A FlagHolder reads its flag by name, so
+# each module sees the value parsed.
+_OUT = flags.DEFINE_string("out", None, "Output directory (default: <first SWEEP_DIR>/tuning).",
+                           allow_override=True)
+_ARCHIVE = flags.DEFINE_bool("archive", False, "Also copy the run records (config.json, "
+                             "train.jsonl, eval.jsonl, sweep.jsonl) to OUT/<sweep name>/, so "
+                             "that OUT alone regenerates tuning.md and chosen.json.",
+                             allow_override=True)
 
 COLUMNS = (("validation pass@1", "pass@1"), ("validation distinct correct", "distinct_correct"))
 
@@ -56,10 +64,10 @@ def chosen(runs: Sequence[records.RunRecord], pending: Sequence[Dict[str, Any]] 
            ) -> Dict[str, Dict[str, Dict[str, Any]]]:
   """{domain: {algorithm key: {"config_file", "overrides", "run", "criterion"}}}.
 
-  `pending`: the planned runs (sweep.json entries, report.unfinished) that have not
+  `pending`: the planned runs (sweep.json entries, archive.unfinished) that have not
   finished; each entry of a domain they belong to lists their names under
   tuning_sweep.UNFINISHED (a run whose domain is unknown belongs to every domain).
-  Raises ValueError for an algorithm without a key in report.ALGORITHM_KEYS, and
+  Raises ValueError for an algorithm without a key in summary.ALGORITHM_KEYS, and
   (records.choose) for a run without a `validation` evaluation.
   """
   out = {}
@@ -67,16 +75,16 @@ def chosen(runs: Sequence[records.RunRecord], pending: Sequence[Dict[str, Any]] 
     waiting = [run["name"] for run in pending if planned_domain(run) in (domain, None)]
     out[domain] = {}
     for label, group in by_label.items():
-      if label not in report.ALGORITHM_KEYS:
-        raise ValueError(f"algorithm {label!r} has no key in report.ALGORITHM_KEYS "
-                         f"({', '.join(report.ALGORITHM_KEYS)}).")
+      if label not in summary.ALGORITHM_KEYS:
+        raise ValueError(f"algorithm {label!r} has no key in summary.ALGORITHM_KEYS "
+                         f"({', '.join(summary.ALGORITHM_KEYS)}).")
       best = records.choose(group)
       entry = {"config_file": f"configs/{best.config['name']}.py",
                "overrides": records.setting(best), "run": best.name,
-               "criterion": round(records.criterion(best), report.DECIMALS)}
+               "criterion": round(records.criterion(best), tables.DECIMALS)}
       if waiting:
         entry[tuning_sweep.UNFINISHED] = waiting
-      out[domain][report.ALGORITHM_KEYS[label]] = entry
+      out[domain][summary.ALGORITHM_KEYS[label]] = entry
   return out
 
 
@@ -93,7 +101,7 @@ def table(group: Sequence[records.RunRecord]) -> str:
     record = run.evals[-1]
     cells = [records.describe(records.setting(run)), str(records.num_seeds(record, "validation")),
              str(record["step"])]
-    cells += [report.cell(records.value(record, "validation", key), key)
+    cells += [tables.cell(records.value(record, "validation", key), key)
               for _, key in COLUMNS]
     cells.append("✓" if run is best else "")
     lines.append("| " + " | ".join(cells) + " |")
@@ -118,7 +126,7 @@ def markdown(runs: Sequence[records.RunRecord], sweep_dirs: Sequence[str]) -> st
            "declared before the runs. Tuning runs evaluate `validation` only, so `test` and "
            "`ood` choose nothing. Cells: mean [95% bootstrap interval over problems and "
            "seeds].", ""]
-  missing = [run["name"] for run in report.unfinished(runs, sweep_dirs)]
+  missing = [run["name"] for run in unfinished(runs, sweep_dirs)]
   if missing:
     lines += [f"**Partial: {len(missing)} planned run(s) have not finished**, so a choice "
               "below may still change (chosen.json marks it provisional): "
@@ -127,7 +135,7 @@ def markdown(runs: Sequence[records.RunRecord], sweep_dirs: Sequence[str]) -> st
     title = records.DOMAIN_TITLES.get(domain, domain)
     for label, group in by_label.items():
       lines += [f"## {title} — {label}", "", table(group), ""]
-  lines += ["## Sweeps", ""] + report.sweep_info(sweep_dirs) + [""]
+  lines += ["## Sweeps", ""] + sweep_info(sweep_dirs) + [""]
   return "\n".join(lines)
 
 
@@ -136,10 +144,10 @@ def write_tuning(sweep_dirs: Sequence[str], out: str, archive: bool = False) -> 
   runs = records.load_runs(sweep_dirs)
   records.require_per_problem(runs)
   text = markdown(runs, sweep_dirs)  # fail before writing
-  choice = chosen_json(runs, report.unfinished(runs, sweep_dirs))
+  choice = chosen_json(runs, unfinished(runs, sweep_dirs))
   os.makedirs(out, exist_ok=True)
   if archive:
-    report.archive_sweeps(sweep_dirs, out)
+    archive_sweeps(sweep_dirs, out)
   written = [os.path.join(out, "tuning.md"), os.path.join(out, "chosen.json")]
   for path, content in zip(written, (text, choice)):
     with open(path, "w") as f:
@@ -152,8 +160,8 @@ def main(argv):
   if not sweep_dirs:
     raise app.UsageError("Usage: python -m experiments.tuning SWEEP_DIR [SWEEP_DIR ...] "
                          "[--out=DIR] [--archive]")
-  out = FLAGS.out or os.path.join(sweep_dirs[0], "tuning")
-  for path in write_tuning(sweep_dirs, out, archive=FLAGS.archive):
+  out = _OUT.value or os.path.join(sweep_dirs[0], "tuning")
+  for path in write_tuning(sweep_dirs, out, archive=_ARCHIVE.value):
     print(path)
 
 

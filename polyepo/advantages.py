@@ -20,7 +20,7 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
-from polyepo import _checks
+from polyepo import checks
 from polyepo import objectives as objectives_lib
 from polyepo import sets as sets_lib
 from polyepo.env_api import DEGENERATE
@@ -29,9 +29,9 @@ REDUCTIONS = ("mean", "sum")
 
 
 def _group_checks(rewards, labels, set_size, reduction, answers=None):
-  _checks.per_generation(rewards, labels, answers)
-  _checks.set_size(rewards.shape[0], set_size, name="set_size")
-  _checks.one_of("reduction", reduction, REDUCTIONS)
+  checks.per_generation(rewards, labels, answers)
+  checks.set_size(rewards.shape[0], set_size, name="set_size")
+  checks.one_of("reduction", reduction, REDUCTIONS)
 
 
 def _scale(centered_mean: jax.Array, num_samples: int, set_size: int,
@@ -72,14 +72,14 @@ def marginal_set_advantage(objective, rewards: jax.Array, labels: jax.Array,
   """
   if isinstance(objective, str):
     objective = objectives_lib.get(objective)
-  _checks.per_generation(rewards, labels, answers)
-  _checks.rank("subsets", subsets, 2)
-  _checks.integer("subsets", subsets)
-  _checks.one_of("reduction", reduction, REDUCTIONS)
+  checks.per_generation(rewards, labels, answers)
+  checks.rank("subsets", subsets, 2)
+  checks.integer("subsets", subsets)
+  checks.one_of("reduction", reduction, REDUCTIONS)
   num_samples = rewards.shape[0]
   k, n = subsets.shape
-  _checks.set_size(num_samples, n, name="subsets.shape[1]")
-  _checks.num_subsets(num_samples, n, k)
+  checks.set_size(num_samples, n, name="subsets.shape[1]")
+  checks.num_subsets(num_samples, n, k)
 
   scores = objectives_lib.score_sets(objective, rewards, labels, subsets, answers)
   centered = scores - jnp.mean(scores)
@@ -184,11 +184,11 @@ def max_reward_advantage(rewards: jax.Array, set_size: int,
   Returns:
     f32[N], equal to `marginal_set_advantage(pass_at_n, ..., all_subsets(N, n))`.
   """
-  _checks.rank("rewards", rewards, 1)
-  _checks.floating_or_integer("rewards", rewards)
+  checks.rank("rewards", rewards, 1)
+  checks.floating_or_integer("rewards", rewards)
   num_samples, n = rewards.shape[0], set_size
-  _checks.set_size(num_samples, n, name="set_size")
-  _checks.one_of("reduction", reduction, REDUCTIONS)
+  checks.set_size(num_samples, n, name="set_size")
+  checks.one_of("reduction", reduction, REDUCTIONS)
   r = rewards.astype(jnp.float32)
   order = jnp.argsort(-r, stable=True)
   sorted_r = r[order]
@@ -209,7 +209,7 @@ def max_reward_advantage(rewards: jax.Array, set_size: int,
 def pass_at_n_advantage(rewards: jax.Array, labels: jax.Array, set_size: int,
                         reduction: str = "mean") -> jax.Array:
   """Exact all-subsets advantage for the `pass_at_n` objective (labels unused)."""
-  _checks.per_generation(rewards, labels)
+  checks.per_generation(rewards, labels)
   return max_reward_advantage(rewards, set_size, reduction)
 
 
@@ -296,8 +296,8 @@ def grpo_advantage(rewards: jax.Array, normalize: bool = True,
   Returns:
     f32[N]; all zeros when every reward is equal.
   """
-  _checks.rank("rewards", rewards, 1)
-  _checks.floating_or_integer("rewards", rewards)
+  checks.rank("rewards", rewards, 1)
+  checks.floating_or_integer("rewards", rewards)
   r = rewards.astype(jnp.float32)
   centered = r - jnp.mean(r)
   if normalize:
@@ -316,8 +316,8 @@ def diversity_bonus(labels: jax.Array) -> jax.Array:
   Returns:
     f32[N] in [0, 1].
   """
-  _checks.rank("labels", labels, 1)
-  _checks.integer("labels", labels)
+  checks.rank("labels", labels, 1)
+  checks.integer("labels", labels)
   num_samples = labels.shape[0]
   differ = jnp.sum(labels[:, None] != labels[None, :], axis=-1)
   d = differ.astype(jnp.float32) / max(num_samples - 1, 1)
@@ -336,7 +336,7 @@ def reward_shaping_advantage(rewards: jax.Array, labels: jax.Array, lam: float,
   Returns:
     f32[N].
   """
-  _checks.per_generation(rewards, labels)
+  checks.per_generation(rewards, labels)
   if isinstance(lam, (int, float)) and lam < 0:
     raise ValueError(f"lam must be >= 0, got lam={lam}.")
   shaped = rewards.astype(jnp.float32) + lam * diversity_bonus(labels)
@@ -345,6 +345,6 @@ def reward_shaping_advantage(rewards: jax.Array, labels: jax.Array, lam: float,
 
 def normalize_advantage(advantages: jax.Array, eps: float = 1e-6) -> jax.Array:
   """Per-group standardisation (A - mean A) / (std A + eps). advantages: f32[N]."""
-  _checks.rank("advantages", advantages, 1)
+  checks.rank("advantages", advantages, 1)
   centered = advantages - jnp.mean(advantages)
   return centered / (jnp.std(advantages) + eps)

@@ -40,6 +40,8 @@ class Env(Protocol):
     hold_out: whether the `validation` and `test` problems are held out of
       training by a hash of the problem (`polyepo.splits`); False only for a
       problem space too small to split.
+    has_step_boundaries: whether the env implements `step_boundaries`
+      (estimators that grow vines from reasoning steps need it).
 
   Optional, on the class: `pretrain_defaults`, a dict of
   `polyepo.pretrain.PretrainConfig` fields, the domain's pretraining values
@@ -53,6 +55,7 @@ class Env(Protocol):
   eos_id: int
   max_response_len: int
   hold_out: bool
+  has_step_boundaries: bool
 
   def default_params(self) -> Params:
     """The training distribution's params (also the `validation` and `test`
@@ -89,8 +92,9 @@ class Env(Protocol):
   def step_boundaries(self, responses):
     """bool[B, T]: True at the token positions where a new reasoning step starts.
 
-    Optional: only Poly-PPO's vine sampling (`polyepo.vines`) needs it, and
-    training refuses a config with vines for an env without it. Position 0 (the
+    Optional, declared by `has_step_boundaries`: only Poly-PPO's vine sampling
+    (`polyepo.vines`) needs it, and training refuses it for an env that
+    declares none. Position 0 (the
     prompt, always a rollout state) and positions at or after the first EOS
     are False; a boundary t names the state "prompt + response[:t]" that a
     vine continues. The kit's domains start a step after each `;` and at the

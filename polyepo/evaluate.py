@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from polyepo import _checks, losses, metrics, model, sampling
+from polyepo import checks, losses, metrics, model, sampling
 from polyepo.env_api import DEGENERATE
 
 
@@ -40,11 +40,11 @@ def validate(*, num_samples: int, temperature: float, num_problems: Optional[int
       field the setting came from ("eval_" for `loop.RunSettings`, "report."
       for the pretraining config's report).
   """
-  _checks.at_least(f"{prefix}num_samples", num_samples, 1)
-  _checks.at_least(f"{prefix}temperature", temperature, 0)
+  checks.at_least(f"{prefix}num_samples", num_samples, 1)
+  checks.at_least(f"{prefix}temperature", temperature, 0)
   if num_problems is not None:
-    _checks.at_least(f"{prefix}num_problems", num_problems, 1)
-  _checks.at_least(f"{prefix}problems_per_chunk", problems_per_chunk, 0)
+    checks.at_least(f"{prefix}num_problems", num_problems, 1)
+  checks.at_least(f"{prefix}problems_per_chunk", problems_per_chunk, 0)
 
 
 # Responses per compiled call when no chunk size is asked for.

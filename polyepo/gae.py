@@ -19,7 +19,7 @@ from typing import Optional, Tuple
 import jax
 import jax.numpy as jnp
 
-from polyepo import _checks
+from polyepo import checks
 
 
 def terminal_rewards(reward: jax.Array, mask: jax.Array) -> jax.Array:
@@ -32,8 +32,8 @@ def terminal_rewards(reward: jax.Array, mask: jax.Array) -> jax.Array:
   Returns:
     f32[T].
   """
-  _checks.rank("reward", reward, 0)
-  _checks.rank("mask", mask, 1)
+  checks.rank("reward", reward, 0)
+  checks.rank("mask", mask, 1)
   t = jnp.arange(mask.shape[0])
   last = jnp.max(jnp.where(mask, t, -1))
   return jnp.where(t == last, reward, 0.0).astype(jnp.float32)
@@ -53,9 +53,9 @@ def gae(rewards: jax.Array, values: jax.Array, mask: jax.Array, gamma: float,
   Returns:
     (advantages f32[T], returns f32[T]), both 0 where mask is False.
   """
-  _checks.rank("rewards", rewards, 1)
-  _checks.same_shape("rewards", rewards, "values", values)
-  _checks.same_shape("rewards", rewards, "mask", mask)
+  checks.rank("rewards", rewards, 1)
+  checks.same_shape("rewards", rewards, "values", values)
+  checks.same_shape("rewards", rewards, "mask", mask)
   m = mask.astype(jnp.float32)
   values = values.astype(jnp.float32) * m
   next_values = jnp.concatenate([values[1:], jnp.zeros((1,), jnp.float32)])
@@ -96,8 +96,8 @@ def value_loss(values: jax.Array, old_values: jax.Array, returns: jax.Array,
   Returns:
     f32[].
   """
-  _checks.same_shape("values", values, "returns", returns)
-  _checks.same_shape("values", values, "mask", mask)
+  checks.same_shape("values", values, "returns", returns)
+  checks.same_shape("values", values, "mask", mask)
   returns = jax.lax.stop_gradient(returns)
   loss = jnp.square(values - returns)
   if clip:
@@ -120,8 +120,8 @@ def explained_variance(values: jax.Array, returns: jax.Array, mask: jax.Array) -
   Returns:
     f32[].
   """
-  _checks.same_shape("values", values, "returns", returns)
-  _checks.same_shape("values", values, "mask", mask)
+  checks.same_shape("values", values, "returns", returns)
+  checks.same_shape("values", values, "mask", mask)
   m = mask.astype(jnp.float32)
   count = jnp.maximum(jnp.sum(m), 1.0)
 

@@ -26,10 +26,9 @@ import numpy as np
 import orbax.checkpoint as ocp
 from flax import traverse_util
 
-from polyepo import _checks, evaluate, forced, pretrain, rundir, train, writers
+from polyepo import checks, evaluate, forced, parallel, pretrain, rundir, splits, train, writers
 
 
-EVAL_SPLITS = ("validation", "test", "ood")  # the TFDS eval splits (envs.datasets.SPLITS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +41,7 @@ class RunSettings:
   Attributes:
     num_seeds: S seeds trained together in one program.
     seed_batch_size: seeds computed at once (0 = by platform: all S on an
-      accelerator, one at a time on a CPU; see train.make_train).
+      accelerator, one at a time on a CPU; see `parallel.over_seeds`).
     seed: base seed; seed s uses fold_in(PRNGKey(seed), s).
     eval_every: evaluate every this many steps (a multiple of steps_per_chunk;
       0 = only at the start and the end).
@@ -51,7 +50,7 @@ class RunSettings:
     eval_at_start: evaluate the starting (base) model at step 0; runs that
       share a base model and eval settings would all record the same step-0
       evaluation, so a sweep may keep it in one of them.
-    eval_splits: the eval splits evaluated (names among EVAL_SPLITS; a tuning
+    eval_splits: the eval splits evaluated (names among `polyepo.splits.EVAL_SPLITS`; a tuning
       run evaluates `validation` only, so that `test` and `ood` cannot pick
       anything).
     eval_num_problems: problems per eval split.
@@ -61,7 +60,7 @@ class RunSettings:
       evaluation (`polyepo.forced`; 0: not measured).
     eval_forced_samples: completions per (problem, strategy).
     num_devices: devices of the `data` mesh axis that the entry point builds
-      (`train.make_mesh`; 0 = all that divide the prompt batch).
+      (`parallel.make_mesh`; 0 = all that divide the prompt batch).
     max_checkpoints: checkpoints kept.
   """
   num_seeds: int = 1
@@ -70,7 +69,7 @@ class RunSettings:
   eval_every: int = 50
   checkpoint_every: int = 50
   eval_at_start: bool = True
-  eval_splits: Tuple[str, ...] = ("validation", "test", "ood")
+  eval_splits: Tuple[str, ...] = splits.EVAL_SPLITS
   eval_num_problems: int = 64
   eval_num_samples: int = 32
   eval_temperature: float = 1.0
@@ -87,8 +86,8 @@ def validate(settings: RunSettings, config: train.TrainConfig) -> None:
   and its num_steps must be multiples of its steps_per_chunk.
   """
   chunk = config.steps_per_chunk
-  _checks.at_least("num_seeds", settings.num_seeds, 1)
-  train.check_seed_batch_size(settings.seed_batch_size, settings.num_seeds)
+  checks.at_least("num_seeds", settings.num_seeds, 1)
+  parallel.check_seed_batch_size(settings.seed_batch_size, settings.num_seeds)
   for name in ("eval_every", "checkpoint_every"):
     value = getattr(settings, name)
     if value < 0 or value % chunk:
@@ -97,17 +96,17 @@ def validate(settings: RunSettings, config: train.TrainConfig) -> None:
   if config.num_steps % chunk:
     raise ValueError(f"num_steps={config.num_steps} must be a multiple of "
                      f"steps_per_chunk={chunk}.")
-  splits = tuple(settings.eval_splits)
-  if not splits or len(set(splits)) < len(splits) or set(splits) - set(EVAL_SPLITS):
-    raise ValueError(f"eval_splits={splits!r} must name each split at most once, at least "
-                     f"one, among: {', '.join(EVAL_SPLITS)}.")
+  names = tuple(settings.eval_splits)
+  if not names or len(set(names)) < len(names) or set(names) - set(splits.EVAL_SPLITS):
+    raise ValueError(f"eval_splits={names!r} must name each split at most once, at least "
+                     f"one, among: {', '.join(splits.EVAL_SPLITS)}.")
   evaluate.validate(num_problems=settings.eval_num_problems,
                     num_samples=settings.eval_num_samples,
                     temperature=settings.eval_temperature, prefix="eval_")
-  _checks.at_least("eval_forced_problems", settings.eval_forced_problems, 0)
-  _checks.at_least("eval_forced_samples", settings.eval_forced_samples, 1)
-  _checks.at_least("num_devices", settings.num_devices, 0)
-  _checks.at_least("max_checkpoints", settings.max_checkpoints, 1)
+  checks.at_least("eval_forced_problems", settings.eval_forced_problems, 0)
+  checks.at_least("eval_forced_samples", settings.eval_forced_samples, 1)
+  checks.at_least("num_devices", settings.num_devices, 0)
+  checks.at_least("max_checkpoints", settings.max_checkpoints, 1)
 
 
 def check_workdir(workdir: str, resume: bool, overwrite: bool) -> None:
@@ -338,7 +337,6 @@ def train_and_evaluate(config: train.TrainConfig, model_config, env, env_params,
   """
   from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top
 
-  train.validate(config)
   validate(settings, config)
   prepare_workdir(workdir, resume, overwrite)
   if resume and config_record is not None:

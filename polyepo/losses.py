@@ -9,7 +9,7 @@ from typing import Dict, NamedTuple, Optional, Tuple
 import jax
 import jax.numpy as jnp
 
-from polyepo import _checks
+from polyepo import checks
 
 AGGREGATIONS = ("token_mean", "sequence_mean", "sequence_sum")
 
@@ -60,7 +60,7 @@ def aggregate(values: jax.Array, mask: jax.Array, aggregation: str,
   totals: the batch's (`batch_totals`) when values and mask are a slice of it;
   default: those of mask itself.
   """
-  _checks.one_of("aggregation", aggregation, AGGREGATIONS)
+  checks.one_of("aggregation", aggregation, AGGREGATIONS)
   if totals is None:
     totals = batch_totals(mask)
   mask = mask.astype(jnp.float32)
@@ -126,10 +126,10 @@ def clipped_pg_loss(
     of real tokens whose gradient the clip removes), "ratio_mean" and
     "approx_kl_old" (k3 estimate of KL(π_old || π)), all scalars.
   """
-  _checks.rank("logprobs", logprobs, 2)
-  _checks.same_shape("logprobs", logprobs, "old_logprobs", old_logprobs)
-  _checks.same_shape("logprobs", logprobs, "mask", mask)
-  _checks.one_of("config.aggregation", config.aggregation, AGGREGATIONS)
+  checks.rank("logprobs", logprobs, 2)
+  checks.same_shape("logprobs", logprobs, "old_logprobs", old_logprobs)
+  checks.same_shape("logprobs", logprobs, "mask", mask)
+  checks.one_of("config.aggregation", config.aggregation, AGGREGATIONS)
   if advantages.ndim == 1:
     if advantages.shape[0] != logprobs.shape[0]:
       raise ValueError(

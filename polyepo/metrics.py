@@ -7,7 +7,7 @@ majority-vote accuracy and the top answer's vote share.
 import jax
 import jax.numpy as jnp
 
-from polyepo import _checks
+from polyepo import checks
 from polyepo import objectives
 from polyepo.env_api import DEGENERATE
 
@@ -25,7 +25,7 @@ def pass_at_k(num_samples: int, num_correct, k: int) -> jax.Array:
   Returns:
     f32[...] with the shape of num_correct.
   """
-  _checks.set_size(num_samples, k, name="k")
+  checks.set_size(num_samples, k, name="k")
   c = jnp.asarray(num_correct)
   j = jnp.arange(num_samples, dtype=jnp.float32)
   factors = jnp.maximum(1.0 - k / (num_samples - j), 0.0)
@@ -45,14 +45,14 @@ def distinct_strategies(labels: jax.Array) -> jax.Array:
 
 def distinct_correct_strategies(rewards: jax.Array, labels: jax.Array) -> jax.Array:
   """Distinct non-degenerate strategies among generations with reward > 0."""
-  _checks.per_generation(rewards, labels)
+  checks.per_generation(rewards, labels)
   return objectives.num_distinct_strategies(jnp.where(rewards > 0, labels, DEGENERATE))
 
 
 def decoy_mass(rewards: jax.Array, labels: jax.Array) -> jax.Array:
   """Share of the N generations whose (non-degenerate) strategy has no correct
   generation in the group: f32[]. rewards: f32[N]; labels: i32[N]."""
-  _checks.per_generation(rewards, labels)
+  checks.per_generation(rewards, labels)
   same = labels[:, None] == labels[None, :]
   strategy_solved = jnp.any(same & (rewards[None, :] > 0), axis=1)
   return jnp.mean((labels != DEGENERATE) & ~strategy_solved)
@@ -78,7 +78,7 @@ def advantage_alignment(rewards: jax.Array, advantages: jax.Array) -> dict:
   Returns:
     {name: f32[]} with the three entries above.
   """
-  _checks.same_shape("rewards", rewards, "advantages", advantages)
+  checks.same_shape("rewards", rewards, "advantages", advantages)
   correct = rewards > 0
 
   def share(condition, among):
@@ -98,7 +98,7 @@ def strategy_counts(labels: jax.Array, num_strategies: int) -> jax.Array:
   Labels outside [0, S) other than DEGENERATE are an error in the caller and
   are counted nowhere.
   """
-  _checks.integer("labels", labels)
+  checks.integer("labels", labels)
   bins = jnp.where(labels == DEGENERATE, num_strategies, labels)
   one_hot = bins[..., None] == jnp.arange(num_strategies + 1)
   return jnp.sum(one_hot.reshape(-1, num_strategies + 1), axis=0).astype(jnp.int32)
@@ -121,8 +121,8 @@ def shared_prefix_lengths(tokens: jax.Array, mask: jax.Array) -> jax.Array:
     i32[N, N]; position t counts if both responses have a real, equal token
     at every position up to and including t.
   """
-  _checks.rank("tokens", tokens, 2)
-  _checks.same_shape("tokens", tokens, "mask", mask)
+  checks.rank("tokens", tokens, 2)
+  checks.same_shape("tokens", tokens, "mask", mask)
   agree = (tokens[:, None, :] == tokens[None, :, :]) & mask[:, None, :] & mask[None, :, :]
   return jnp.sum(jnp.cumprod(agree.astype(jnp.int32), axis=-1), axis=-1)
 
@@ -149,9 +149,9 @@ def majority_vote_accuracy(rewards: jax.Array, answers: jax.Array) -> jax.Array:
     f32[]: the reward of the majority answer, ties averaged, 0 without votes
     (`objectives.majority_vote_reward`).
   """
-  _checks.rank("rewards", rewards, 1)
-  _checks.integer("answers", answers)
-  _checks.same_shape("rewards", rewards, "answers", answers)
+  checks.rank("rewards", rewards, 1)
+  checks.integer("answers", answers)
+  checks.same_shape("rewards", rewards, "answers", answers)
   return objectives.majority_vote_reward(rewards, answers)
 
 
@@ -161,8 +161,8 @@ def top_answer_share(answers: jax.Array) -> jax.Array:
   Args:
     answers: i32[N] answer ids, -1 for no answer (no vote; counts in N).
   """
-  _checks.rank("answers", answers, 1)
-  _checks.integer("answers", answers)
+  checks.rank("answers", answers, 1)
+  checks.integer("answers", answers)
   votes = answers >= 0
   counts = jnp.sum((answers[:, None] == answers[None, :]) & votes[None, :], -1)
   top = jnp.max(jnp.where(votes, counts, 0))

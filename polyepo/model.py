@@ -48,7 +48,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from polyepo import _checks
+from polyepo import checks
 
 ACTIVATIONS = {"relu": nn.relu, "gelu": nn.gelu, "silu": nn.silu}
 MATMUL_DTYPES = ("float32", "bfloat16")
@@ -437,10 +437,10 @@ def forward(params, config: TransformerConfig, tokens: jax.Array,
   Returns:
     logits: f32[B, T, V]; logits[:, t] predicts token t + 1.
   """
-  _checks.rank("tokens", tokens, 2)
+  checks.rank("tokens", tokens, 2)
   if mask is None:
     mask = jnp.ones(tokens.shape, bool)
-  _checks.same_shape("tokens", tokens, "mask", mask)
+  checks.same_shape("tokens", tokens, "mask", mask)
   t = tokens.shape[1]
   causal = jnp.tril(jnp.ones((t, t), bool))
   attn_mask = causal[None] & mask[:, None, :]
@@ -546,10 +546,10 @@ def forward_cached(params, config: TransformerConfig, tokens: jax.Array,
     (logits f32[B, T, V], the cache with the T tokens appended), and with
     return_features the final normalised hidden states f32[B, T, d] third.
   """
-  _checks.rank("tokens", tokens, 2)
+  checks.rank("tokens", tokens, 2)
   if mask is None:
     mask = jnp.ones(tokens.shape, bool)
-  _checks.same_shape("tokens", tokens, "mask", mask)
+  checks.same_shape("tokens", tokens, "mask", mask)
   t = tokens.shape[1]
   slot_mask = jax.lax.dynamic_update_slice(cache.mask, mask, (0, cache.index))
   query_slot = cache.index + jnp.arange(t)
@@ -584,10 +584,10 @@ def forward_cached(params, config: TransformerConfig, tokens: jax.Array,
 
 def _check_responses(prompt_tokens, response_tokens, response_mask, samples_per_prompt):
   """Raises ValueError unless B prompts [B, P] have B * N responses [B * N, T] and a mask."""
-  _checks.rank("prompt_tokens", prompt_tokens, 2)
-  _checks.rank("response_tokens", response_tokens, 2)
-  _checks.same_shape("response_tokens", response_tokens, "response_mask", response_mask)
-  _checks.axis_size("response_tokens", response_tokens, 0,
+  checks.rank("prompt_tokens", prompt_tokens, 2)
+  checks.rank("response_tokens", response_tokens, 2)
+  checks.same_shape("response_tokens", response_tokens, "response_mask", response_mask)
+  checks.axis_size("response_tokens", response_tokens, 0,
                     prompt_tokens.shape[0] * samples_per_prompt,
                     "prompts x samples_per_prompt")
 

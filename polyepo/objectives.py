@@ -14,14 +14,14 @@ from typing import Callable, Dict, Optional
 import jax
 import jax.numpy as jnp
 
-from polyepo import _checks
+from polyepo import checks
 from polyepo.env_api import DEGENERATE
 
 Objective = Callable[..., jax.Array]
 
 
 def _check(rewards, labels, answers=None):
-  _checks.per_generation(rewards, labels, answers)
+  checks.per_generation(rewards, labels, answers)
 
 
 def _first_occurrence(values: jax.Array) -> jax.Array:
@@ -34,8 +34,8 @@ def _first_occurrence(values: jax.Array) -> jax.Array:
 
 def num_distinct_strategies(labels: jax.Array) -> jax.Array:
   """Number of distinct non-degenerate labels. labels: i32[n] -> i32[]."""
-  _checks.rank("labels", labels, 1)
-  _checks.integer("labels", labels)
+  checks.rank("labels", labels, 1)
+  checks.integer("labels", labels)
   return jnp.sum(_first_occurrence(labels) & (labels != DEGENERATE)).astype(jnp.int32)
 
 
@@ -73,14 +73,14 @@ def polychromic_correct_only(rewards, labels, answers=None) -> jax.Array:
 def pass_at_n(rewards: jax.Array, labels: jax.Array, answers=None) -> jax.Array:
   """f(G) = max_{j in G} r_j: pass@n for binary rewards (note Example 2.3)."""
   del labels, answers
-  _checks.rank("rewards", rewards, 1)
+  checks.rank("rewards", rewards, 1)
   return jnp.max(rewards.astype(jnp.float32))
 
 
 def mean_reward(rewards: jax.Array, labels: jax.Array, answers=None) -> jax.Array:
   """f(G) = mean_{j in G} r_j. Set RL with this f is standard RL (a sanity check)."""
   del labels, answers
-  _checks.rank("rewards", rewards, 1)
+  checks.rank("rewards", rewards, 1)
   return jnp.mean(rewards.astype(jnp.float32))
 
 
@@ -112,9 +112,9 @@ def majority_vote(rewards: jax.Array, labels: jax.Array, answers=None) -> jax.Ar
   del labels
   if answers is None:
     raise ValueError("The majority_vote objective needs answers= (i32[n] answer ids).")
-  _checks.rank("rewards", rewards, 1)
-  _checks.integer("answers", answers)
-  _checks.same_shape("rewards", rewards, "answers", answers)
+  checks.rank("rewards", rewards, 1)
+  checks.integer("answers", answers)
+  checks.same_shape("rewards", rewards, "answers", answers)
   return majority_vote_reward(rewards, answers)
 
 

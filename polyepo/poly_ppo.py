@@ -49,7 +49,7 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from polyepo import _checks
+from polyepo import checks
 from polyepo import advantages as adv_lib
 from polyepo import gae as gae_lib
 from polyepo import vines as vines_lib
@@ -88,7 +88,7 @@ def set_advantages(rewards: jax.Array, labels: jax.Array, *, num_roots: int,
   Returns:
     f32[M].
   """
-  _checks.per_generation(rewards, labels)
+  checks.per_generation(rewards, labels)
   num_vines = rewards.shape[0] - num_roots
   if vine_samples <= 0 or num_vines % vine_samples:
     raise ValueError(f"M - N = {num_vines} vines must be K x vine_samples={vine_samples}.")
@@ -131,9 +131,9 @@ def group_advantages(rewards: jax.Array, labels: jax.Array, values: jax.Array,
   Returns:
     GroupAdvantages.
   """
-  _checks.rank("values", values, 2)
-  _checks.same_shape("values", values, "mask", mask)
-  _checks.same_shape("values", values, "boundaries", boundaries)
+  checks.rank("values", values, 2)
+  checks.same_shape("values", values, "mask", mask)
+  checks.same_shape("values", values, "boundaries", boundaries)
   per_token = jax.vmap(gae_lib.terminal_rewards)(rewards.astype(jnp.float32), mask)
   gae, returns = jax.vmap(lambda r, v, m: gae_lib.gae(r, v, m, gamma, lam))(
       per_token, values, mask)
@@ -160,7 +160,7 @@ def token_advantages(groups: GroupAdvantages, mask: jax.Array, normalize: bool,
   Returns:
     f32[B, M, T], 0 off the mask.
   """
-  _checks.same_shape("gae", groups.gae, "mask", mask)
+  checks.same_shape("gae", groups.gae, "mask", mask)
   other = mask & ~groups.window
   gae = groups.gae
   if normalize:

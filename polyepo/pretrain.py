@@ -42,9 +42,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from polyepo import _checks, checkpoint, forced, splits
+from polyepo import accumulation, checkpoint, checks, forced, splits
 from polyepo import model as model_lib
-from polyepo import train as train_lib
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +78,7 @@ class PretrainConfig:
     microbatch_rows: each step's gradient is accumulated over micro-batches of
       at most this many demonstrations (the batch size or more: the whole batch
       at once; 0: by platform, CPU_MICROBATCH_ROWS on a CPU, see
-      `polyepo.train.default_microbatch_rows`), the same loss and gradient to
+      `polyepo.accumulation.default_microbatch_rows`), the same loss and gradient to
       float rounding; not part of the cache key.
   """
   mixture: Tuple[float, ...]
@@ -110,7 +109,7 @@ def validate(config: PretrainConfig, strategy_names: Sequence[str]) -> None:
     config: the pretraining settings.
     strategy_names: the env's strategies; the mixture has a weight for each.
   """
-  _checks.at_least("preference_steps", config.preference_steps, 0)
+  checks.at_least("preference_steps", config.preference_steps, 0)
   mixtures = [("mixture", config.mixture)]
   if config.preference_steps:
     mixtures.append(("preference_mixture", config.preference_mixture))
@@ -121,17 +120,17 @@ def validate(config: PretrainConfig, strategy_names: Sequence[str]) -> None:
           f"{len(strategy_names)} strategies: {', '.join(strategy_names)}.")
     if min(mixture) < 0 or sum(mixture) <= 0:
       raise ValueError(f"{name} weights must be >= 0 with a positive sum, got {mixture}.")
-  _checks.greater_than("preference_learning_rate", config.preference_learning_rate, 0)
+  checks.greater_than("preference_learning_rate", config.preference_learning_rate, 0)
   if not 0 <= config.slip_rate < 1:
     raise ValueError(f"slip_rate must be in [0, 1), got {config.slip_rate}.")
   for name in ("num_steps", "batch_size", "steps_per_chunk"):
-    _checks.at_least(name, getattr(config, name), 1)
-  _checks.greater_than("learning_rate", config.learning_rate, 0)
+    checks.at_least(name, getattr(config, name), 1)
+  checks.greater_than("learning_rate", config.learning_rate, 0)
   for name in ("warmup_steps", "weight_decay", "microbatch_rows"):
-    _checks.at_least(name, getattr(config, name), 0)
+    checks.at_least(name, getattr(config, name), 0)
   if not 0 <= config.end_lr_ratio <= 1:
     raise ValueError(f"end_lr_ratio must be in [0, 1], got {config.end_lr_ratio}.")
-  _checks.greater_than("grad_clip", config.grad_clip, 0)
+  checks.greater_than("grad_clip", config.grad_clip, 0)
 
 
 class PretrainState(NamedTuple):
@@ -265,7 +264,7 @@ def length_order(mask: jax.Array, num_micro: int) -> jax.Array:
   """i32[B]: the row order that groups rows of similar trained length.
 
   Rows are ranked by the end of their trained tokens (last True of `mask`), and
-  micro-batch c of `polyepo.train.accumulate` (rows c, c + C, ... of the
+  micro-batch c of `polyepo.accumulation.accumulate` (rows c, c + C, ... of the
   reordered batch) gets ranks c * B / C .. (c + 1) * B / C - 1, so that each
   micro-batch's cut (`part_value_and_grad`) is as short as its own rows allow.
 
@@ -288,15 +287,15 @@ CPU_MICROBATCH_ROWS = 32
 def num_microbatches(part_rows: Sequence[int], microbatch_rows: int) -> int:
   """The fewest micro-batches C that divide every part's rows and hold at most
   `microbatch_rows` rows in all (the most that divide them all, if none is
-  that small); microbatch_rows 0 is `polyepo.train.default_microbatch_rows`
+  that small); microbatch_rows 0 is `polyepo.accumulation.default_microbatch_rows`
   with CPU_MICROBATCH_ROWS on a CPU. A micro-batch takes 1 / C of each part.
 
   The parts' rows are gcd(part_rows) groups of sum / gcd rows each (a group
   takes the same share of every part), split as the RL update splits its
-  groups (`polyepo.train.microbatch_groups`).
+  groups (`polyepo.accumulation.microbatch_groups`).
   """
   groups = math.gcd(*part_rows)
-  per_micro = train_lib.microbatch_groups(microbatch_rows, groups, sum(part_rows) // groups,
+  per_micro = accumulation.microbatch_groups(microbatch_rows, groups, sum(part_rows) // groups,
                                           CPU_MICROBATCH_ROWS)
   return groups // per_micro
 
@@ -400,7 +399,7 @@ def make_pretrain(config: PretrainConfig, model_config: model_lib.TransformerCon
         loss, grads = loss + part_loss, jax.tree.map(jnp.add, grads, part_grads)
       return (loss, token_prob), grads
 
-    (loss, token_prob), grads = train_lib.accumulate(micro_step, state.params, parts, num_micro)
+    (loss, token_prob), grads = accumulation.accumulate(micro_step, state.params, parts, num_micro)
     updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     metrics = {"loss": loss, "token_prob": token_prob, "learning_rate": schedule(state.step)}

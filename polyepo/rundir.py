@@ -20,9 +20,11 @@ from typing import Dict, List, Union
 OWNED = "owned"
 Layout = Dict[str, Union[str, "Layout"]]
 
-# A run directory (polyepo.loop.train_and_evaluate).
+# A run directory (polyepo.loop.train_and_evaluate), or a copy of one archived
+# under results/, whose records are gzipped (`writers.jsonl_path`).
 RUN_LAYOUT: Layout = {"config.json": OWNED, "config.json.tmp": OWNED, "train.jsonl": OWNED,
-                      "eval.jsonl": OWNED, "tb": OWNED, "checkpoints": OWNED}
+                      "eval.jsonl": OWNED, "train.jsonl.gz": OWNED, "eval.jsonl.gz": OWNED,
+                      "tb": OWNED, "checkpoints": OWNED}
 # A sweep directory (experiments.sweep).
 SWEEP_LAYOUT: Layout = {"sweep.json": OWNED, "sweep.json.tmp": OWNED, "sweep.jsonl": OWNED,
                         "logs": {"*.log": OWNED}, "runs": {"*": RUN_LAYOUT}}

@@ -46,7 +46,7 @@ from typing import NamedTuple, Optional, Union
 import jax
 import jax.numpy as jnp
 
-from polyepo import _checks
+from polyepo import checks
 from polyepo import model as model_lib
 
 Scalar = Union[float, int, jax.Array]
@@ -209,13 +209,13 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
     Rollout with fields of shape [B * N, T] (features [B * N, T, d]); row
     b * N + j is sample j of prompt b.
   """
-  _checks.rank("prompt_tokens", prompt_tokens, 2)
+  checks.rank("prompt_tokens", prompt_tokens, 2)
   num_prompts, prompt_len = prompt_tokens.shape
   batch = num_prompts * samples_per_prompt
   steps = max_new_tokens
   pad, eos = config.pad_id, config.eos_id
 
-  _checks.at_least("cache_block", cache_block, 0)
+  checks.at_least("cache_block", cache_block, 0)
   # Step t < steps - 1 feeds its token to the model (slot t of the responses'
   # cache); the steps run in phases, phase k until ends[k], with a cache of
   # ends[k] slots.
@@ -225,7 +225,7 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
 
   if prompt_mask is None:
     prompt_mask = prompt_tokens != pad
-  _checks.same_shape("prompt_tokens", prompt_tokens, "prompt_mask", prompt_mask)
+  checks.same_shape("prompt_tokens", prompt_tokens, "prompt_mask", prompt_mask)
   outputs = model_lib.forward_cached(
       params, config, prompt_tokens, model_lib.init_cache(config, num_prompts, prompt_len),
       prompt_mask, return_features)
@@ -240,7 +240,7 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
   done = jnp.zeros((batch,), bool)
 
   if _is_key_batch(key):
-    _checks.axis_size("key", key, 0, num_prompts, "prompts")
+    checks.axis_size("key", key, 0, num_prompts, "prompts")
     uniforms = prompt_uniforms(key, steps, samples_per_prompt)
   else:
     uniforms = jax.random.uniform(key, (steps, batch))

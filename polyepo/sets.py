@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from polyepo import _checks
+from polyepo import checks
 
 # Above this many subsets `all_subsets` refuses (the array alone would be large);
 # sample_subsets stops materialising all subsets well below it.
@@ -22,7 +22,7 @@ _MATERIALISE_LIMIT = 1 << 16
 
 def num_subsets(num_samples: int, n: int) -> int:
   """C(N, n), the number of subsets of size n of N generations."""
-  _checks.set_size(num_samples, n)
+  checks.set_size(num_samples, n)
   return math.comb(num_samples, n)
 
 
@@ -39,7 +39,7 @@ def all_subsets(num_samples: int, n: int) -> jax.Array:
   Raises:
     ValueError: if n is out of range or C(N, n) exceeds `MAX_ENUMERATED`.
   """
-  _checks.set_size(num_samples, n)
+  checks.set_size(num_samples, n)
   total = math.comb(num_samples, n)
   if total > MAX_ENUMERATED:
     raise ValueError(
@@ -85,8 +85,8 @@ def sample_subsets(key: jax.Array, num_samples: int, n: int, k: int) -> jax.Arra
   Returns:
     i32[K, n]: each row sorted ascending, rows distinct, in random order.
   """
-  _checks.set_size(num_samples, n)
-  _checks.num_subsets(num_samples, n, k)
+  checks.set_size(num_samples, n)
+  checks.num_subsets(num_samples, n, k)
   total = math.comb(num_samples, n)
   if total <= max(_MATERIALISE_LIMIT, 2 * k):
     pick = jax.random.choice(key, total, (k,), replace=False)

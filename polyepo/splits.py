@@ -21,6 +21,7 @@ import jax.numpy as jnp
 NUM_BUCKETS = 8
 BUCKETS = {"validation": 0, "test": 1}
 SPLITS = ("train", "validation", "test", "ood")
+EVAL_SPLITS = SPLITS[1:]  # evaluated, each a TFDS split of fixed problems (envs.datasets)
 MAX_ROUNDS = 256
 """Rejection rounds: a train draw (acceptance 3/4) is still held out after them
 with probability 4^-256, an eval-split draw (1/8) with (7/8)^256 ~ 1e-15."""

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from polyepo import _checks
+from polyepo import checks
 from polyepo import objectives as objectives_lib
 
 MAX_TUPLES = 1 << 20
@@ -43,9 +43,9 @@ def _resolve(objective):
 
 
 def _check(logits, rewards, labels, answers, n):
-  _checks.rank("logits", logits, 1)
-  _checks.per_generation(rewards, labels, answers)
-  _checks.same_shape("logits", logits, "rewards", rewards)
+  checks.rank("logits", logits, 1)
+  checks.per_generation(rewards, labels, answers)
+  checks.same_shape("logits", logits, "rewards", rewards)
   if not isinstance(n, int) or n < 1:
     raise ValueError(f"n must be a Python int >= 1, got {n!r}.")
 
@@ -117,8 +117,8 @@ def scaffold_value(logits: jax.Array, rewards: jax.Array, labels: jax.Array,
   Returns:
     f32[].
   """
-  _checks.rank("members", members, 1)
-  _checks.integer("members", members)
+  checks.rank("members", members, 1)
+  checks.integer("members", members)
   n = members.shape[0]
   _check(logits, rewards, labels, answers, n)
   tuples = all_tuples(logits.shape[0], n)

@@ -1,15 +1,11 @@
 """RL post-training of the policy: GRPO, reward shaping, set RL (Poly-EPO), PPO, Poly-PPO.
 
 One compiled step does all of it: sample B prompts -> N rollouts each -> reward
-and strategy label from the environment -> per-prompt advantages by the
-configured estimator -> μ epochs of the clipped policy-gradient loss over
-minibatches (each gradient accumulated over micro-batches, `accumulate`) ->
-optax update. The critic estimators ("ppo", "poly_ppo") add a
-value head (`polyepo.value_head`) and token-level advantages: Poly-PPO also
-samples vines from rollout states of the N rollouts (`polyepo.vines`) and
-gives set advantages at those states, GAE elsewhere (`polyepo.poly_ppo`); the
-vines join their prompt's group, M = N + K·N_v responses. `make_train`
-returns pure functions:
+and strategy label from the environment -> the configured estimator's batch
+(`polyepo.estimators`: advantages, and for a critic value targets, over M >= N
+responses per prompt) -> μ epochs of the clipped policy-gradient loss over
+minibatches (each gradient accumulated over micro-batches,
+`polyepo.accumulation`) -> optax update. `make_train` returns pure functions:
 
   init(base_params, key) -> TrainState                 # the policy starts at the base model
   run_chunk(state, base_params) -> (state, metrics)   # `steps_per_chunk` steps in one lax.scan
@@ -20,43 +16,35 @@ Both are vmappable over seeds; `make_train(..., num_seeds=S)` returns them vmapp
 """
 
 import dataclasses
-import functools
-import math
 from typing import Any, Callable, NamedTuple, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
 import optax
-from jax.sharding import NamedSharding, PartitionSpec
 
-from polyepo import _checks
-from polyepo import advantages as adv_lib
-from polyepo import losses, metrics
+from polyepo import accumulation, checks, estimators, losses, metrics
 from polyepo import model as model_lib
-from polyepo import objectives, poly_ppo, sampling, splits
+from polyepo import parallel, sampling, splits
 from polyepo import gae as gae_lib
 from polyepo import value_head as value_head_lib
-from polyepo import vines as vines_lib
 from polyepo.env_api import DEGENERATE
 
-ESTIMATORS = ("grpo", "reward_shaping", "set_rl", "ppo", "poly_ppo")
 NORMALIZE_OVER = ("prompt", "batch")  # what `normalize` standardises over
-CRITIC_ESTIMATORS = ("ppo", "poly_ppo")  # a value head, GAE, token-level advantages
-SET_ESTIMATORS = ("set_rl", "poly_ppo")  # a set objective
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-  """Static settings of an RL run (hashable; validated by `validate`).
+  """Static settings of an RL run (hashable; checked at construction, `validate`).
 
   The defaults are the RL configs' (configs/base.py builds `config.train` from
   them, and overrides only the algorithm's fields and the size presets), so
   this is the one place each default is written.
 
   Attributes:
-    estimator: "grpo", "reward_shaping", "set_rl" (Poly-EPO with the
-      polychromic objective), "ppo" (GAE from a critic) or "poly_ppo" (set
-      advantages at rollout states, GAE elsewhere; note §6.1).
+    estimator: a `polyepo.estimators.REGISTRY` name: "grpo",
+      "reward_shaping", "set_rl" (Poly-EPO with the polychromic objective),
+      "ppo" (GAE from a critic) or "poly_ppo" (set advantages at rollout
+      states, GAE elsewhere; note §6.1), or one registered since.
     normalize: grpo / reward_shaping: divide by the group's reward std (False
       is Dr. GRPO); set_rl: standardise each prompt's marginal advantages;
       ppo / poly_ppo: standardise each set's advantages and the step's GAE
@@ -139,24 +127,26 @@ class TrainConfig:
   vine_selection: str = "uniform"
 
 
+  def __post_init__(self):
+    validate(self)
+
 def validate(config: TrainConfig) -> None:
   """Raises ValueError naming the field and the valid choices or range, before compiling.
 
-  Learning rate 0 is allowed: the policy then stays the base model (a control).
+  The fields every estimator reads are checked here, the rest by the
+  estimator's own `check`. Learning rate 0 is allowed: the policy then stays
+  the base model (a control).
   """
-  _checks.one_of("estimator", config.estimator, ESTIMATORS)
-  _checks.one_of("aggregation", config.aggregation, losses.AGGREGATIONS)
-  _checks.one_of("normalize_over", config.normalize_over, NORMALIZE_OVER)
-  if config.normalize_over == "batch" and (not config.normalize
-                                           or config.estimator in CRITIC_ESTIMATORS):
-    raise ValueError(f"normalize_over='batch' needs normalize=True and estimator one of "
-                     f"grpo, reward_shaping, set_rl; got normalize={config.normalize}, "
-                     f"estimator={config.estimator!r}.")
-  N = config.samples_per_prompt
-  _checks.at_least("samples_per_prompt", N, 2)
+  estimator = estimators.get(config.estimator)
+  checks.one_of("aggregation", config.aggregation, losses.AGGREGATIONS)
+  checks.one_of("normalize_over", config.normalize_over, NORMALIZE_OVER)
+  if config.normalize_over == "batch" and not config.normalize:
+    raise ValueError("normalize_over='batch' needs normalize=True (it standardises the "
+                     "step's advantages together), got normalize=False.")
+  checks.at_least("samples_per_prompt", config.samples_per_prompt, 2)
   for name in ("prompts_per_step", "num_epochs", "num_minibatches", "num_steps",
                "steps_per_chunk"):
-    _checks.at_least(name, getattr(config, name), 1)
+    checks.at_least(name, getattr(config, name), 1)
   if config.prompts_per_step % config.num_minibatches:
     raise ValueError(
         f"num_minibatches={config.num_minibatches} must divide prompts_per_step="
@@ -164,129 +154,26 @@ def validate(config: TrainConfig) -> None:
         f"samples_per_prompt responses).")
   for name in ("lam", "kl_coef", "learning_rate", "warmup_steps", "weight_decay",
                "microbatch_rows"):
-    _checks.at_least(name, getattr(config, name), 0)
-  _checks.greater_than("grad_clip", config.grad_clip, 0)
-  _checks.greater_than("temperature", config.temperature, 0)
+    checks.at_least(name, getattr(config, name), 0)
+  checks.greater_than("grad_clip", config.grad_clip, 0)
+  checks.greater_than("temperature", config.temperature, 0)
   if not 0 <= config.eps_low < 1 or config.eps_high < 0:
     raise ValueError(f"need 0 <= eps_low < 1 and eps_high >= 0, got "
                      f"eps_low={config.eps_low}, eps_high={config.eps_high}.")
-  if config.estimator in SET_ESTIMATORS:
-    _checks.one_of("objective", config.objective, tuple(objectives.OBJECTIVES))
-    if config.objective in objectives.NEEDS_ANSWERS:
-      raise ValueError(f"objective={config.objective!r} needs answer ids, which training "
-                       f"does not collect; choose another objective.")
-    if not 1 <= config.set_size < N:
-      raise ValueError(f"set_size must satisfy 1 <= set_size < samples_per_prompt={N}, "
-                       f"got set_size={config.set_size}.")
-    _check_subsets(config, N)
-  if config.estimator in CRITIC_ESTIMATORS:
-    for name in ("gamma", "gae_lambda"):
-      if not 0 <= getattr(config, name) <= 1:
-        raise ValueError(f"{name} must be in [0, 1], got {getattr(config, name)}.")
-    _checks.greater_than("value_learning_rate", config.value_learning_rate, 0)
-    _checks.at_least("value_clip", config.value_clip, 0)
-  if config.estimator == "poly_ppo":
-    _checks.at_least("num_vine_states", config.num_vine_states, 0)
-    _checks.at_least("vine_window", config.vine_window, 1)
-    _checks.one_of("vine_selection", config.vine_selection, vines_lib.SELECTIONS)
-    if config.num_vine_states and config.vine_samples <= config.set_size:
-      raise ValueError(
-          f"vine_samples must be > set_size={config.set_size} (a rollout state's sets of n "
-          f"are drawn from its vines; with vine_samples = n every vine's advantage is 0), "
-          f"got vine_samples={config.vine_samples}.")
-    if config.num_vine_states:
-      _check_subsets(config, config.vine_samples)
-
-
-# Responses per micro-batch of the RL update on a CPU when none is asked for
-# (microbatch_rows=0).
-CPU_MICROBATCH_ROWS = 16
-
-
-def default_microbatch_rows(minibatch_rows: int, cpu_rows: int = CPU_MICROBATCH_ROWS) -> int:
-  """Responses per micro-batch when none is asked for (microbatch_rows=0).
-
-  `cpu_rows` on a CPU: past the caches, the update's element-wise passes over
-  memory cost more than its matmuls at these widths, and micro-batches of 16
-  responses keep a micro-batch's activations in cache while ACCUMULATE_UNROLL
-  of them run side by side on two cores. The whole `minibatch_rows` on an
-  accelerator, whose many cores a micro-batch leaves idle and which pays a
-  fixed cost per operation, so that splitting a batch only adds operations
-  (timings: docs/performance.md).
-  """
-  return cpu_rows if jax.default_backend() == "cpu" else minibatch_rows
-
-
-def microbatch_groups(microbatch_rows: int, groups: int, rows_per_group: int,
-                      cpu_rows: int = CPU_MICROBATCH_ROWS) -> int:
-  """Groups per micro-batch: the largest divisor of `groups` whose rows fit in
-  `microbatch_rows` (at least 1); microbatch_rows 0 is `default_microbatch_rows`
-  (`cpu_rows` on a CPU)."""
-  rows = microbatch_rows or default_microbatch_rows(groups * rows_per_group, cpu_rows)
-  most = max(1, rows // rows_per_group)
-  return max(d for d in range(1, groups + 1) if groups % d == 0 and d <= most)
-
-
-# Micro-batches per iteration of `accumulate`'s loop. Two independent ones let
-# XLA:CPU run the operations of one beside those of the other on two cores,
-# with the same numbers; more per iteration find no more cores to run on, only
-# more activations live at once.
-ACCUMULATE_UNROLL = 2
-
-
-def accumulate(fn: Callable, params, batch, num_micro: int):
-  """The sum of `fn(params, micro)` over `num_micro` micro-batches of `batch`.
-
-  Micro-batch c holds rows c, c + C, c + 2C, ... of every leaf's leading axis
-  (strided: on an axis sharded in blocks over devices, a micro-batch is spread
-  over several of them instead of sitting on one); they
-  run in a `lax.scan`, ACCUMULATE_UNROLL per iteration, so the activations of
-  that many micro-batches are live at a time.
-  With fn = jax.value_and_grad(loss) and each micro-batch's loss divided by the
-  whole batch's totals (`polyepo.losses.Totals`), this is the batch's loss and
-  gradient. num_micro = 1 calls fn on the whole batch.
-
-  Args:
-    fn: (params, batch) -> pytree of arrays.
-    params: passed to every call.
-    batch: pytree of arrays whose leading axis (size G) num_micro divides.
-    num_micro: C, number of micro-batches (static).
-  """
-  if num_micro == 1:
-    return fn(params, batch)
-  micro = jax.tree.map(
-      lambda x: jnp.swapaxes(x.reshape((-1, num_micro) + x.shape[1:]), 0, 1), batch)
-
-  def add(total, one):
-    return jax.tree.map(jnp.add, total, fn(params, one)), None
-
-  zeros = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype),
-                       jax.eval_shape(fn, params, jax.tree.map(lambda x: x[0], micro)))
-  return jax.lax.scan(add, zeros, micro, unroll=ACCUMULATE_UNROLL)[0]
-
-
-def _check_subsets(config: TrainConfig, num_samples: int) -> None:
-  """num_subsets fits C(num_samples, n), and an exact advantage is affordable."""
-  total = math.comb(num_samples, config.set_size)
-  if config.num_subsets < 0 or config.num_subsets > total:
-    raise ValueError(f"num_subsets must be 0 (all subsets) or 1..C(N, n) = {total}, "
-                     f"got {config.num_subsets}.")
-  if config.num_subsets == 0 and config.objective not in adv_lib.CLOSED_FORMS and total > 1 << 16:
-    raise ValueError(f"objective={config.objective!r} has no closed form and C(N, n) = "
-                     f"{total} subsets are too many to enumerate; set num_subsets.")
+  estimator.check(config)
 
 
 def validate_env(config: TrainConfig, env) -> None:
   """Raises ValueError naming the field when the env cannot serve the estimator.
 
   Poly-PPO's rollout states and windows are step boundaries: the env must
-  have `step_boundaries` (`polyepo.env_api.Env`).
+  declare `has_step_boundaries` (`polyepo.env_api.Env`).
   """
-  if config.estimator == "poly_ppo" and not callable(getattr(env, "step_boundaries", None)):
+  if estimators.get(config.estimator).step_boundaries and not env.has_step_boundaries:
     raise ValueError(
-        f"estimator='poly_ppo' needs an env with step_boundaries (its rollout states and "
-        f"windows are reasoning-step boundaries); {type(env).__name__} has none. Choose a "
-        f"domain that marks its steps or another estimator.")
+        f"estimator={config.estimator!r} needs an env with step_boundaries (its rollout "
+        f"states and windows are reasoning-step boundaries); {type(env).__name__} has none. "
+        f"Choose a domain that marks its steps or another estimator.")
 
 
 class TrainState(NamedTuple):
@@ -306,105 +193,12 @@ def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
   schedule = optax.linear_schedule(0.0, config.learning_rate, max(config.warmup_steps, 1))
   policy = optax.chain(optax.clip_by_global_norm(config.grad_clip),
                        optax.adamw(schedule, weight_decay=config.weight_decay))
-  if config.estimator not in CRITIC_ESTIMATORS:
+  if not estimators.get(config.estimator).critic:
     return policy
   value = optax.chain(optax.clip_by_global_norm(config.grad_clip),
                       optax.adam(config.value_learning_rate))
   labels = lambda params: {k: "value" if k == value_head_lib.KEY else "policy" for k in params}
   return optax.multi_transform({"policy": policy, "value": value}, labels)
-
-
-def group_advantages(config: TrainConfig, rewards: jax.Array, labels: jax.Array,
-                     key: jax.Array) -> jax.Array:
-  """Advantages of one prompt's group. rewards: f32[N], labels: i32[N] -> f32[N].
-
-  Standardised over the group only with normalize_over="prompt" (see
-  `batch_advantages` for "batch").
-  """
-  per_prompt = config.normalize and config.normalize_over == "prompt"
-  if config.estimator == "grpo":
-    return adv_lib.grpo_advantage(rewards, normalize=per_prompt)
-  if config.estimator == "reward_shaping":
-    return adv_lib.reward_shaping_advantage(rewards, labels, config.lam,
-                                            normalize=per_prompt)
-  a = adv_lib.set_rl_advantage(
-      config.objective, rewards, labels, set_size=config.set_size,
-      num_subsets=config.num_subsets or None, key=key)
-  return adv_lib.normalize_advantage(a) if per_prompt else a
-
-
-def batch_advantages(config: TrainConfig, rewards: jax.Array, labels: jax.Array,
-                     keys: jax.Array) -> jax.Array:
-  """Advantages of a step's groups. rewards: f32[B, N], labels: i32[B, N], keys: [B] -> f32[B, N].
-
-  With normalize_over="batch", the groups' unnormalised advantages are
-  standardised together: (A - mean A) / (std A + 1e-6) over all B * N.
-  """
-  advantages = jax.vmap(functools.partial(group_advantages, config))(rewards, labels, keys)
-  if config.normalize and config.normalize_over == "batch":
-    advantages = adv_lib.normalize_advantage(advantages.reshape(-1)).reshape(advantages.shape)
-  return advantages
-
-
-def _masked_std(x, mask):
-  """Standard deviation of x over the True entries of mask (0 when there are none)."""
-  m = mask.astype(jnp.float32)
-  count = jnp.maximum(jnp.sum(m), 1.0)
-  mean = jnp.sum(x * m) / count
-  return jnp.sqrt(jnp.sum(jnp.square(x - mean) * m) / count)
-
-
-def _constrain(x, mesh):
-  """Shards the leading (prompt) axis of x over the mesh's `data` axis."""
-  if mesh is None:
-    return x
-  spec = PartitionSpec("data", *([None] * (x.ndim - 1)))
-  return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
-
-
-def check_seed_batch_size(seed_batch_size: int, num_seeds: int) -> None:
-  """Raises ValueError unless 0 <= seed_batch_size <= num_seeds."""
-  if not 0 <= seed_batch_size <= num_seeds:
-    raise ValueError(f"seed_batch_size={seed_batch_size} must be 0 (by platform: all seeds "
-                     f"at once on an accelerator, one at a time on a CPU) or "
-                     f"1..num_seeds={num_seeds}.")
-
-
-def default_seed_batch_size(num_seeds: int) -> int:
-  """Seeds computed at once when none is asked for (seed_batch_size=0).
-
-  All of them on an accelerator, which runs many vmapped seeds for little more
-  than one, since one seed leaves most of its cores idle; one at a time on a
-  CPU, whose cores one seed already keeps busy, so vmapping buys no
-  parallelism, and vmapped seeds decode until the longest response of any of
-  them ends (they stop together; timings: docs/performance.md).
-  """
-  return num_seeds if jax.default_backend() != "cpu" else 1
-
-
-def make_mesh(num_devices: int, prompts_per_step: int):
-  """A 1-D `data` mesh over the first num_devices devices, or None for one device.
-
-  num_devices = 0 takes the most devices that divide the prompt batch B; an
-  explicit count must divide B and be available (ValueError otherwise).
-  Explicit axis types are the default of jax.make_mesh in this JAX; we pass
-  Auto so that the sharding constraints inside the train step guide XLA's
-  propagation instead of making every op's sharding part of its type.
-  """
-  devices = jax.devices()
-  if num_devices > 0 and prompts_per_step % num_devices:
-    raise ValueError(f"num_devices={num_devices} must divide prompts_per_step="
-                     f"{prompts_per_step}: prompts are sharded evenly over the devices.")
-  if not 0 <= num_devices <= len(devices):
-    raise ValueError(f"num_devices={num_devices} must be 0 (all devices that divide the "
-                     f"prompt batch) or 1..{len(devices)}, the devices available.")
-  count = num_devices or len(devices)
-  while prompts_per_step % count:
-    count -= 1
-  if count == 1:
-    return None
-  return jax.make_mesh((count,), ("data",), axis_types=(jax.sharding.AxisType.Auto,),
-                       devices=devices[:count])
 
 
 def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, env,
@@ -413,7 +207,7 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
   """Builds `init(base_params, key)` and `run_chunk(state, base_params)`.
 
   Args:
-    config: the RL settings (validated here).
+    config: the RL settings.
     model_config: the policy's TransformerConfig.
     env, env_params: the environment and its numeric params.
     num_seeds: if given, the returned functions are vmapped over S seeds and
@@ -421,7 +215,7 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     seed_batch_size: with num_seeds, how many seeds `run_chunk` computes at
       once: k = S vmaps all S; 0 < k < S runs them as `lax.map` over batches
       of k (one program either way, same results to float tolerance); 0 picks
-      by platform (`default_seed_batch_size`: all on an accelerator, 1 on a
+      by platform (`parallel.default_seed_batch_size`: all on an accelerator, 1 on a
       CPU). A batch of one seed runs unbatched, which on a CPU is faster than
       vmapping large batches.
     mesh: optional jax.sharding.Mesh with a `data` axis; prompts and rollouts
@@ -435,19 +229,19 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     (`kl_to_base`); otherwise `base_params` is not read (evaluation measures
     the KL).
   """
-  validate(config)
   validate_env(config, env)
   if mesh is not None and config.prompts_per_step % mesh.shape["data"]:
     raise ValueError(f"prompts_per_step={config.prompts_per_step} must be divisible by the "
                      f"{mesh.shape['data']} devices of the data axis.")
+  estimator = estimators.get(config.estimator)
+  setup = estimators.Setup(config, model_config, env, mesh)
   optimizer = make_optimizer(config)
   B, N, T = config.prompts_per_step, config.samples_per_prompt, env.max_response_len
-  critic = config.estimator in CRITIC_ESTIMATORS
-  K = config.num_vine_states if config.estimator == "poly_ppo" else 0
-  N_v = config.vine_samples
-  M = N + K * N_v                       # responses per group: roots, then vines
+  critic = estimator.critic
+  M = estimator.responses_per_group(config)   # N rollouts, then any responses it adds
   groups_per_minibatch = B // config.num_minibatches
-  groups_per_microbatch = microbatch_groups(config.microbatch_rows, groups_per_minibatch, M)
+  groups_per_microbatch = accumulation.microbatch_groups(config.microbatch_rows,
+                                                         groups_per_minibatch, M)
   loss_config = losses.PGLossConfig(config.eps_low, config.eps_high, config.aggregation,
                                     config.kl_coef)
   num_strategies = len(env.strategy_names)
@@ -465,13 +259,6 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     """Prompts [G, P], responses [G * count, T] -> f32[G * count, T]; a prompt is run once."""
     return model_lib.sequence_logprobs(params, model_config, prompts, tokens, mask,
                                        samples_per_prompt=count)
-
-  def old_logprobs(params, prompts, tokens, mask, sampled, count=N):
-    """The rollout policy's log-probs of its responses, f32[G * count, T]: at
-    temperature 1 the sampler's own (`sampled`), else one forward pass."""
-    if config.temperature == 1.0:
-      return sampled
-    return logprobs(params, prompts, tokens, mask, count=count)
 
   def logprobs_and_values(params, prompts, tokens, mask):
     """Prompts [G, P], responses [G * M, T] -> (log-probs, V(s_t)), each f32[G * M, T]."""
@@ -508,90 +295,17 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
       return loss, m
 
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
-    (loss, loss_metrics), grads = accumulate(
+    (loss, loss_metrics), grads = accumulation.accumulate(
         grad_fn, params, batch, groups_per_minibatch // groups_per_microbatch)
     updates, opt_state = optimizer.update(grads, opt_state, params)
     loss_metrics = dict(loss_metrics, loss=loss, grad_norm=optax.tree.norm(grads))
     return optax.apply_updates(params, updates), opt_state, loss_metrics
 
-  def critic_batch(params, problems, prompts, rollout, reward, label, key, axis_name):
-    """PPO / Poly-PPO: vines, values, GAE and set advantages of the step's groups.
-
-    The values V(s_t) come from the features the sampler drew each token from
-    (`sampling.Rollout.features`), so no forward pass is run for them; at
-    temperature 1 the sampling log-probs are the policy's own and serve as the
-    old log-probs too.
-
-    Returns (batch {name: [B, M, ...]}, metrics).
-    """
-    choose_key, vine_key, subset_key = jax.random.split(key, 3)
-    per_group = lambda x: x.reshape((B, -1) + x.shape[1:])
-    tokens, mask = per_group(rollout.tokens), per_group(rollout.mask)       # [B, N, T]
-    old_logp = per_group(rollout.logprobs)
-    old_values = per_group(value_head_lib.apply(params, rollout.features))
-    start = jnp.zeros((B, N), jnp.int32)
-    if config.estimator == "poly_ppo":
-      boundaries = per_group(env.step_boundaries(rollout.tokens))
-    else:
-      boundaries = jnp.zeros_like(mask)
-    loss_mask, states_valid = mask, jnp.ones((B, 1), bool)
-    if K:
-      states = jax.vmap(lambda k, b: vines_lib.choose_states(
-          k, b, K, config.vine_selection))(jax.random.split(choose_key, B), boundaries)
-      vines = vines_lib.sample_vines(params, model_config, vine_key, prompts, tokens, states,
-                                     samples=N_v, temperature=config.temperature,
-                                     axis_name=axis_name, return_features=True)
-      flat = lambda x: x.reshape((B, K * N_v) + x.shape[3:])                # [B, K*N_v, ...]
-      vine_tokens = flat(vines.tokens).reshape(B * K * N_v, T)
-      repeated = jax.tree.map(lambda x: jnp.repeat(x, K * N_v, axis=0), problems)
-      vine_reward, vine_label = env.score(repeated, vine_tokens)
-      vine_boundaries = env.step_boundaries(vine_tokens)
-      cat = lambda a, b: jnp.concatenate([a, b], axis=1)
-      tokens, mask = cat(tokens, flat(vines.tokens)), cat(mask, flat(vines.mask))
-      loss_mask = cat(loss_mask, flat(vines.loss_mask))
-      old_logp = cat(old_logp, flat(vines.logprobs))
-      old_values = cat(old_values, value_head_lib.apply(params, flat(vines.features)))
-      start = cat(start, flat(vines.start))
-      boundaries = cat(boundaries, per_group(vine_boundaries))
-      reward, label = cat(reward, per_group(vine_reward)), cat(label, per_group(vine_label))
-      states_valid = cat(states_valid, states.valid)
-    tokens, mask, loss_mask = (_constrain(x, mesh) for x in (tokens, mask, loss_mask))
-    old_logp = per_group(old_logprobs(params, prompts, tokens.reshape(B * M, T),
-                                      mask.reshape(B * M, T), old_logp.reshape(B * M, T),
-                                      count=M))
-    old_logp = jnp.where(loss_mask, old_logp, 0.0)
-    old_values = jnp.where(loss_mask, old_values, 0.0)
-    groups = jax.vmap(functools.partial(
-        poly_ppo.group_advantages, num_roots=N, vine_samples=N_v,
-        objective=config.objective if config.estimator == "poly_ppo" else None,
-        set_size=config.set_size, num_subsets=config.num_subsets or None,
-        window=config.vine_window, gamma=config.gamma, lam=config.gae_lambda,
-        normalize=config.normalize))(reward, label, old_values, loss_mask, boundaries, start,
-                                     jax.random.split(subset_key, B))
-    advantages = poly_ppo.token_advantages(groups, loss_mask, config.normalize)
-    batch = dict(tokens=tokens, mask=mask, loss_mask=loss_mask, old_logp=old_logp,
-                 advantages=advantages, old_values=old_values, returns=groups.returns)
-    in_window, other = loss_mask & groups.window, loss_mask & ~groups.window
-    vine_mask = loss_mask[:, N:]
-    vine_valid = jnp.any(vine_mask, axis=-1)
-    step_metrics = dict(
-        explained_variance=gae_lib.explained_variance(old_values, groups.returns, loss_mask),
-        advantage_std=_masked_std(advantages, loss_mask))
-    if config.estimator == "poly_ppo":
-      step_metrics.update(
-          rollout_states=jnp.mean(jnp.sum(states_valid, axis=1)),   # the prompt included
-          vine_tokens=jnp.sum(vine_mask),
-          vine_reward=jnp.sum(reward[:, N:] * vine_valid) / jnp.maximum(jnp.sum(vine_valid), 1),
-          advantage_std_rollout=_masked_std(advantages, in_window),
-          advantage_std_other=_masked_std(advantages, other),
-          rollout_token_share=jnp.sum(in_window) / jnp.maximum(jnp.sum(loss_mask), 1))
-    return batch, step_metrics
-
   def train_step(state: TrainState, base_params, axis_name=None):
     key = jax.random.fold_in(jax.random.wrap_key_data(state.key), state.step)
     problem_key, rollout_key, subset_key, shuffle_key = jax.random.split(key, 4)
     problems = splits.sample(env, problem_key, env_params, B)             # train split
-    prompts = _constrain(env.prompt_tokens(problems), mesh)               # [B, P]
+    prompts = parallel.shard_prompts(env.prompt_tokens(problems), mesh)  # [B, P]
     rollout = sampling.sample(state.params, model_config, rollout_key, prompts,
                               max_new_tokens=T, temperature=config.temperature,
                               samples_per_prompt=N, axis_name=axis_name,
@@ -599,19 +313,10 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     repeated = jax.tree.map(lambda x: jnp.repeat(x, N, axis=0), problems)
     reward, label = env.score(repeated, rollout.tokens)
     reward, label = reward.reshape(B, N), label.reshape(B, N)
-    per_group = lambda x: x.reshape((B, -1) + x.shape[1:])                # [B, N, ...]
-    if critic:
-      batch, extra_metrics = critic_batch(
-          state.params, problems, prompts, rollout, reward, label,
-          jax.random.fold_in(subset_key, 1), axis_name)
-    else:
-      advantages = batch_advantages(config, reward, label, jax.random.split(subset_key, B))
-      tokens, mask = _constrain(rollout.tokens, mesh), _constrain(rollout.mask, mesh)
-      old_logp = old_logprobs(state.params, prompts, tokens, mask, rollout.logprobs)
-      batch = dict(tokens=per_group(tokens), mask=per_group(mask), loss_mask=per_group(mask),
-                   old_logp=per_group(old_logp), advantages=advantages)
-      extra_metrics = dict(advantage_std=jnp.std(advantages),
-                           **metrics.advantage_alignment(reward, advantages))
+    batch, extra_metrics = estimator.build_batch(
+        setup, estimators.Rollouts(state.params, problems, prompts, rollout, reward, label),
+        subset_key, axis_name)
+    per_group = lambda x: x.reshape((B, -1) + x.shape[1:])                # [B, M, ...]
     # The base model's log-probs are needed only for the KL term of the loss
     # (evaluation measures the KL to the base model either way).
     if config.kl_coef:
@@ -674,31 +379,5 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
 
   if num_seeds is None:
     return init, run_chunk
-  check_seed_batch_size(seed_batch_size, num_seeds)
-
-  def seed_batch(states, base_params):
-    """A batch of seeds [k, ...]. One seed runs unbatched: a vmapped decode
-    loop evaluates its exit test per seed and selects every loop variable, the
-    KV cache included, at every step. More are vmapped under a name, so that
-    their rollouts stop together (see sampling.sample's axis_name)."""
-    if jax.tree.leaves(states)[0].shape[0] == 1:
-      out = run_chunk(jax.tree.map(lambda x: x[0], states), base_params)
-      return jax.tree.map(lambda x: x[None], out)
-    return jax.vmap(lambda s: run_chunk(s, base_params, "seeds"), axis_name="seeds")(states)
-
-  k = seed_batch_size or default_seed_batch_size(num_seeds)
-  full = num_seeds - num_seeds % k
-
-  def run_seeds(states, base_params):
-    """Batches of k seeds one after another (`lax.map`), then the remainder."""
-    if k == num_seeds:
-      return seed_batch(states, base_params)
-    split = lambda x: x[:full].reshape((full // k, k) + x.shape[1:])
-    out = jax.lax.map(lambda s: seed_batch(s, base_params), jax.tree.map(split, states))
-    out = jax.tree.map(lambda x: x.reshape((full,) + x.shape[2:]), out)
-    if full < num_seeds:
-      rest = seed_batch(jax.tree.map(lambda x: x[full:], states), base_params)
-      out = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), out, rest)
-    return out
-
-  return jax.jit(jax.vmap(init, in_axes=(None, 0))), jax.jit(run_seeds)
+  return (jax.jit(jax.vmap(init, in_axes=(None, 0))),
+          jax.jit(parallel.over_seeds(run_chunk, num_seeds, seed_batch_size)))

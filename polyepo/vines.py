@@ -30,7 +30,7 @@ from typing import NamedTuple, Optional, Tuple
 import jax
 import jax.numpy as jnp
 
-from polyepo import _checks
+from polyepo import checks
 from polyepo import model as model_lib
 from polyepo import sampling
 
@@ -73,8 +73,8 @@ def choose_states(key: jax.Array, boundaries: jax.Array, num_states: int,
   Returns:
     RolloutStates of shape [K]; fewer than K boundaries leave the rest invalid.
   """
-  _checks.rank("boundaries", boundaries, 2)
-  _checks.one_of("selection", selection, SELECTIONS)
+  checks.rank("boundaries", boundaries, 2)
+  checks.one_of("selection", selection, SELECTIONS)
   num_roots, length = boundaries.shape
   if not 1 <= num_states <= num_roots * length:
     raise ValueError(f"num_states must be in 1..N*T = {num_roots * length}, got {num_states}.")
@@ -108,8 +108,8 @@ def prefix_prompts(prompt: jax.Array, roots: jax.Array, states: RolloutStates,
      include every token of the prefix: a policy can sample the pad token, and
      a vine must continue the prefix the root actually had).
   """
-  _checks.rank("prompt", prompt, 1)
-  _checks.rank("roots", roots, 2)
+  checks.rank("prompt", prompt, 1)
+  checks.rank("roots", roots, 2)
   length = roots.shape[1]
 
   def one(root, position):
@@ -191,8 +191,8 @@ def sample_vines(params, model_config: model_lib.TransformerConfig, key: jax.Arr
     budget T and cut at T - t, so a vine, like a root response, has at most T
     tokens.
   """
-  _checks.rank("prompts", prompts, 2)
-  _checks.rank("roots", roots, 3)
+  checks.rank("prompts", prompts, 2)
+  checks.rank("roots", roots, 3)
   num_prompts, prompt_len = prompts.shape
   length = roots.shape[2]
   num_states = states.root.shape[1]
@@ -244,9 +244,9 @@ def window_mask(boundaries: jax.Array, start: jax.Array, window: int,
   Returns:
     bool[T].
   """
-  _checks.rank("boundaries", boundaries, 1)
-  _checks.same_shape("boundaries", boundaries, "mask", mask)
-  _checks.at_least("window", window, 1)
+  checks.rank("boundaries", boundaries, 1)
+  checks.same_shape("boundaries", boundaries, "mask", mask)
+  checks.at_least("window", window, 1)
   t = jnp.arange(boundaries.shape[0])
   steps = jnp.cumsum(boundaries & (t > start))
   return (t >= start) & (steps < window) & mask

@@ -1,8 +1,11 @@
 """Metric writers: JSONL (the source of truth) and TensorBoard event files.
 
 TensorBoard files are written with tensorboardX, which needs no TensorFlow.
+Runs append to plain `<name>.jsonl`; the records archived under results/ are
+gzipped (`<name>.jsonl.gz`), which `read_jsonl` and `jsonl_path` read alike.
 """
 
+import gzip
 import json
 import os
 import warnings
@@ -71,15 +74,26 @@ class RecoveryWarning(UserWarning):
   """A run's files were damaged (a torn write) and the run recovered from it."""
 
 
+def jsonl_path(workdir: str, name: str) -> str:
+  """The path of record file `name` (e.g. "eval.jsonl") in `workdir`: the plain
+  file, or its gzipped archive `name.gz` when only that exists; the plain path
+  when neither does."""
+  path = os.path.join(workdir, name)
+  if not os.path.exists(path) and os.path.exists(path + ".gz"):
+    return path + ".gz"
+  return path
+
+
 def read_jsonl(path: str):
-  """The records of a JSONL file, in order.
+  """The records of a JSONL file, in order; a path ending in `.gz` is read
+  through gzip.
 
   A last line that does not parse was torn by a crash mid-write: it is dropped
   with a RecoveryWarning naming the file (a resumed run rewrites the file
   without it, `truncate_jsonl`). A damaged line before the last raises
   ValueError naming the file and line.
   """
-  with open(path) as f:
+  with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
     lines = [(i, line) for i, line in enumerate(f, 1) if line.strip()]
   records = []
   for i, line in lines:

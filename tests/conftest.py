@@ -5,7 +5,10 @@ import os
 import tempfile
 
 import jax
+import pytest
 from hypothesis import HealthCheck, settings
+
+import sweep_dirs
 
 settings.register_profile(
     "default", deadline=None, max_examples=60,
@@ -23,3 +26,12 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
 jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
 jax.config.update("jax_persistent_cache_min_compile_time_secs",
                   float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))
+
+
+@pytest.fixture(scope="session")
+def tiny_sweep(tmp_path_factory, worker_id):
+  """(sweep file, sweep directory, cache directory) of the tiny sweep
+  (`sweep_dirs.TINY_SWEEP`), built once per test session for test_sweep.py and
+  test_report.py. Tests must not change it: one that resumes or extends a run
+  works on its own copy."""
+  return sweep_dirs.build_tiny_sweep(tmp_path_factory.getbasetemp(), worker_id)

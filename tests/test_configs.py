@@ -1,4 +1,4 @@
-"""The configs: one source of defaults (the dataclasses), every field commented,
+"""The configs: one source of defaults and docs (the dataclasses), every field documented,
 the values the experiments run with, and validation when they are unpacked
 (experiments.build)."""
 
@@ -191,15 +191,24 @@ def test_poly_ppo_and_ppo_configs(size, states, vines, n):
   assert ppo.get_config(f"size={size}").train.estimator == "ppo"
 
 
-@pytest.mark.parametrize("path,fields", [
-    ("configs/base.py", _names(train.TrainConfig) | _names(loop.RunSettings)),
-    ("configs/pretrain.py", _names(pretrain.PretrainConfig) | set(pretrain_config.MODEL_FIELDS)),
-])
-def test_every_field_is_commented_in_its_config_file(path, fields):
-  with open(os.path.join(ROOT, path)) as f:
-    text = f.read()
-  missing = [n for n in sorted(fields) if not re.search(rf"^#   {n} +\S", text, re.MULTILINE)]
-  assert not missing, f"{path} does not comment {missing}"
+def _documented(cls):
+  """The names an Attributes section documents: `name:` or `a, b, c:` at its indent."""
+  doc = cls.__doc__.split("Attributes:")[1]
+  names = set()
+  for match in re.finditer(r"^    ([\w, ]+):", doc, re.MULTILINE):
+    names |= {n.strip() for n in match.group(1).split(",")}
+  return names
+
+
+@pytest.mark.parametrize("cls", [train.TrainConfig, loop.RunSettings, pretrain.PretrainConfig,
+                                 model.TransformerConfig])
+def test_every_field_is_documented_once_in_its_dataclass(cls):
+  missing = sorted(_names(cls) - _documented(cls))
+  assert not missing, f"{cls.__name__}'s docstring does not document {missing}"
+  for path in ("configs/base.py", "configs/pretrain.py"):
+    with open(os.path.join(ROOT, path)) as f:
+      commented = re.findall(r"^#   (\w+) +\S", f.read(), re.MULTILINE)
+    assert not set(commented) & _names(cls), f"{path} documents {cls.__name__} fields again"
 
 
 def test_an_algorithm_cannot_set_an_unknown_field():

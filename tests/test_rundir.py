@@ -102,3 +102,14 @@ def test_checking_the_workdir_touches_nothing(tmp_path):
   assert _tree(workdir) == before
   loop.check_workdir(str(tmp_path / "new"), resume=False, overwrite=False)
   assert not os.path.exists(tmp_path / "new")
+
+
+def test_a_sweep_holding_runs_copied_from_results_is_cleared(tmp_path):
+  """Runs archived under results/ keep their records gzipped (`cp -r results/final/final-*
+  runs/sweeps/` to skip them); --overwrite still clears such a sweep."""
+  sweep = str(tmp_path / "sweep")
+  _write(os.path.join(sweep, "sweep.json"))
+  for name in ("config.json", "train.jsonl.gz", "eval.jsonl.gz"):
+    _write(os.path.join(sweep, "runs", "grpo", name))
+  rundir.clear(sweep, rundir.SWEEP_LAYOUT, "sweep directory")
+  assert os.listdir(sweep) == []

@@ -27,7 +27,7 @@ SCRIPT = textwrap.dedent("""
     sys.path.insert(0, "tests")
     import jax, jax.numpy as jnp, numpy as np
     import toy_env
-    from polyepo import model, pretrain, train
+    from polyepo import model, parallel, pretrain, train
     assert len(jax.devices()) == 4, jax.devices()
     env = toy_env.ChoiceEnv()
     mc = pretrain.model_config_for(env, width=32, num_layers=1, num_heads=2)
@@ -37,7 +37,7 @@ SCRIPT = textwrap.dedent("""
                                steps_per_chunk=10, learning_rate=1e-2, warmup_steps=1,
                                kl_coef=0.1)
     keys = jnp.zeros((2, 2), jnp.uint32).at[1, 1].set(7)
-    mesh = train.make_mesh(0, config.prompts_per_step)
+    mesh = parallel.make_mesh(0, config.prompts_per_step)
     assert mesh is not None and mesh.shape["data"] == 4
     start = float(toy_env.expected_reward(base, mc).mean())
     results = []

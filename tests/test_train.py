@@ -19,7 +19,8 @@ import pytest
 
 import envs
 import toy_env
-from polyepo import loop, model, pretrain, train, value_head, writers
+from polyepo import (accumulation, estimators, loop, model, parallel, pretrain, train,
+                     value_head, writers)
 
 SMALL = dict(width=32, num_layers=1, num_heads=2)
 TINY = train.TrainConfig(estimator="set_rl", prompts_per_step=2, samples_per_prompt=4,
@@ -195,19 +196,19 @@ def test_same_seed_same_run_and_seeds_are_independent(setup):
 def test_the_default_seed_batch_follows_the_platform(monkeypatch):
   """seed_batch_size=0: one seed at a time on a CPU, all at once elsewhere."""
   monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
-  assert train.default_seed_batch_size(5) == 1
+  assert parallel.default_seed_batch_size(5) == 1
   monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
-  assert train.default_seed_batch_size(5) == 5
+  assert parallel.default_seed_batch_size(5) == 5
 
 
 def test_the_default_micro_batch_follows_the_platform(monkeypatch):
   """microbatch_rows=0: micro-batches of 16 responses on a CPU (8 groups of 16:
   one group each; 8 groups of 4: 4 each), the whole minibatch elsewhere."""
   monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
-  assert train.microbatch_groups(0, 8, 16) == 1
-  assert train.microbatch_groups(0, 8, 4) == 4
+  assert accumulation.microbatch_groups(0, 8, 16) == 1
+  assert accumulation.microbatch_groups(0, 8, 4) == 4
   monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
-  assert train.microbatch_groups(0, 8, 16) == 8
+  assert accumulation.microbatch_groups(0, 8, 16) == 8
 
 
 @pytest.mark.parametrize("num_micro, maxima", [(1, 14), (3, 39), (5, 60), (15, 105)])
@@ -216,7 +217,7 @@ def test_accumulate_sums_every_micro_batch_once(num_micro, maxima):
   the sums add up to 105, the counts to C, and the maxima (c + 15 - C) to
   sum_c (c + 15 - C), whatever the loop's unrolling leaves over (C = 3, 5 odd)."""
   fn = lambda params, x: {"sum": jnp.sum(x), "count": jnp.ones(()), "max": jnp.max(x)}
-  out = train.accumulate(fn, None, jnp.arange(15.0), num_micro)
+  out = accumulation.accumulate(fn, None, jnp.arange(15.0), num_micro)
   assert float(out["sum"]) == 105.0
   assert float(out["count"]) == num_micro
   assert float(out["max"]) == maxima
@@ -265,9 +266,9 @@ def test_micro_batches_give_the_minibatch_update(setup, change):
 def test_microbatch_groups_fit_the_rows():
   # 8 groups of 16 responses: 32 rows hold 2 groups, 40 rows still 2, 100 rows 4
   # (6 does not divide 8), fewer rows than a group still 1; 128 or more all 8.
-  assert [train.microbatch_groups(r, 8, 16) for r in (32, 40, 100, 5, 128, 1000)] == \
+  assert [accumulation.microbatch_groups(r, 8, 16) for r in (32, 40, 100, 5, 128, 1000)] == \
       [2, 2, 4, 1, 8, 8]
-  assert train.microbatch_groups(48, 6, 16) == 3
+  assert accumulation.microbatch_groups(48, 6, 16) == 3
 
 
 # -- validation: each error names the field ---------------------------------------
@@ -318,8 +319,13 @@ def test_microbatch_groups_fit_the_rows():
      "got 'group'"),
     (dict(normalize_over="batch", normalize=False), "normalize_over='batch' needs "
      "normalize=True .* got normalize=False"),
-    (dict(estimator="ppo", normalize_over="batch"), "normalize_over='batch' needs .* "
-     "estimator='ppo'"),
+    (dict(estimator="ppo", normalize_over="batch"), "normalize_over='batch' is not available "
+     "to estimator='ppo'"),
+    (dict(estimator="rloo"), "estimator must be one of 'grpo', .*; got 'rloo'"),
+    (dict(estimator="rloo_estimator:RLO"), "estimator='rloo_estimator:RLO': module "
+     "'rloo_estimator' defines no Estimator named 'RLO'"),
+    (dict(estimator="no_such_module:RLOO"), "estimator='no_such_module:RLOO': cannot import "
+     "module 'no_such_module'"),
 ])
 def test_bad_configs_fail_before_compiling(change, match):
   with pytest.raises(ValueError, match=match):
@@ -336,10 +342,10 @@ def test_batch_normalisation_scales_all_groups_together():
   keys = jax.random.split(jax.random.PRNGKey(0), 2)
   config = dataclasses.replace(TINY, estimator="grpo", normalize_over="batch")
   std = np.sqrt(.75 / 8)
-  np.testing.assert_allclose(train.batch_advantages(config, rewards, labels, keys),
+  np.testing.assert_allclose(estimators.batch_advantages(config, rewards, labels, keys),
                              [[.75 / std] + [-.25 / std] * 3, [0.] * 4], rtol=1e-5)
-  per_prompt = train.batch_advantages(dataclasses.replace(config, normalize_over="prompt"),
-                                      rewards, labels, keys)
+  per_prompt = estimators.batch_advantages(dataclasses.replace(config, normalize_over="prompt"),
+                                           rewards, labels, keys)
   np.testing.assert_allclose(per_prompt[0], np.array([.75, -.25, -.25, -.25]) / np.sqrt(.1875),
                              rtol=1e-5)
   # Poly-EPO: the raw marginal advantages of every group, over one batch std. A group
@@ -348,10 +354,11 @@ def test_batch_normalisation_scales_all_groups_together():
                                    normalize_over="batch")
   labels = jnp.array([[0, 1, 2, 3], [0, 0, 0, 1]])
   rewards = jnp.ones((2, 4))
-  raw = jax.vmap(lambda r, l, k: train.group_advantages(
-      dataclasses.replace(set_config, normalize=False), r, l, k))(rewards, labels, keys)
+  raw = jax.vmap(lambda r, l, k: estimators.group_advantages(
+      dataclasses.replace(set_config, normalize=False, normalize_over="prompt"), r, l, k)
+  )(rewards, labels, keys)
   flat = np.asarray(raw).ravel()
-  np.testing.assert_allclose(train.batch_advantages(set_config, rewards, labels, keys),
+  np.testing.assert_allclose(estimators.batch_advantages(set_config, rewards, labels, keys),
                              ((flat - flat.mean()) / (flat.std() + 1e-6)).reshape(2, 4),
                              rtol=1e-5, atol=1e-6)
   assert np.ptp(raw[0]) == 0 and np.ptp(raw[1]) > 0   # all-distinct: no one stands out
@@ -362,8 +369,9 @@ def test_poly_ppo_needs_step_boundaries_before_compiling(setup):
   accepted for PPO; with no vine states, vine_samples is not read."""
   config = dataclasses.replace(TINY, estimator="poly_ppo")
   with pytest.raises(ValueError, match="estimator='poly_ppo' needs an env with step_boundaries"):
-    train.validate_env(config, object())
-  train.validate_env(dataclasses.replace(config, estimator="ppo"), object())
+    train.validate_env(config, types.SimpleNamespace(has_step_boundaries=False))
+  train.validate_env(dataclasses.replace(config, estimator="ppo"),
+                     types.SimpleNamespace(has_step_boundaries=False))
   train.validate(dataclasses.replace(config, num_vine_states=0, vine_samples=1))
 
 
@@ -374,7 +382,7 @@ def test_critic_estimators_add_a_zero_value_head_and_leave_the_others_alone(setu
   for estimator in ("ppo", "poly_ppo", "set_rl"):
     init, _ = train.make_train(dataclasses.replace(TINY, estimator=estimator), mc, env, params)
     state = init(base, jnp.zeros(2, jnp.uint32))
-    critic = estimator in train.CRITIC_ESTIMATORS
+    critic = estimators.get(estimator).critic
     assert set(state.params) == set(base) | ({value_head.KEY} if critic else set())
     jax.tree.map(np.testing.assert_array_equal,
                  {k: state.params[k] for k in base}, base)
@@ -464,14 +472,14 @@ def test_a_mesh_that_does_not_divide_the_prompts_is_refused(setup):
   with pytest.raises(ValueError, match="prompts_per_step=2 must be divisible by the 4 devices"):
     train.make_train(TINY, mc, env, params, mesh=mesh)
   with pytest.raises(ValueError, match=r"num_devices=3 must divide prompts_per_step=16"):
-    train.make_mesh(3, 16)
+    parallel.make_mesh(3, 16)
   for negative in (-1, -3):
     with pytest.raises(ValueError, match=rf"num_devices={negative} must be 0"):
-      train.make_mesh(negative, 16)
+      parallel.make_mesh(negative, 16)
   with pytest.raises(ValueError, match=rf"num_devices=64 must be 0 .* 1..{len(jax.devices())}"):
-    train.make_mesh(64, 64)
+    parallel.make_mesh(64, 64)
   if len(jax.devices()) == 1:
-    assert train.make_mesh(0, 16) is None and train.make_mesh(1, 16) is None
+    assert parallel.make_mesh(0, 16) is None and parallel.make_mesh(1, 16) is None
 
 
 def test_resume_and_overwrite_together_are_refused(tmp_path):
@@ -720,3 +728,33 @@ def test_a_run_whose_every_checkpoint_is_damaged_is_refused_and_kept(setup, tmp_
     with pytest.warns(writers.RecoveryWarning):
       run(tmp_path / "run", resume=True)
   assert sorted(os.listdir(tmp_path / "run" / "checkpoints")) == ["4", "6"]
+
+
+# -- the estimator registry -------------------------------------------------------------
+
+def test_an_estimator_outside_the_package_trains_and_matches_its_formula(setup):
+  """docs/adding-an-algorithm.md's worked example: RLOO (tests/rloo_estimator.py), named
+  'module:ATTRIBUTE', gives N / (N - 1) · (r - mean r) by hand, GRPO's advantages once
+  standardised, and raises the toy env's reward like the registered estimators."""
+  import rloo_estimator  # pylint: disable=g-import-not-at-top
+  config = dataclasses.replace(TINY, estimator="rloo_estimator:RLOO", normalize=False)
+  rewards = jnp.array([[1., 0., 0., 0.], [1., 1., 0., 1.]])
+  keys = jax.random.split(jax.random.PRNGKey(0), 2)
+  labels = jnp.zeros((2, 4), jnp.int32)
+  by_hand = 4 / 3 * (rewards - rewards.mean(1, keepdims=True))
+  np.testing.assert_allclose(estimators.batch_advantages(config, rewards, labels, keys),
+                             by_hand, rtol=1e-6)
+  grpo = dataclasses.replace(TINY, estimator="grpo")
+  np.testing.assert_allclose(
+      estimators.batch_advantages(dataclasses.replace(config, normalize=True), rewards,
+                                  labels, keys),
+      estimators.batch_advantages(grpo, rewards, labels, keys), rtol=1e-4, atol=1e-5)
+  assert estimators.get("rloo_estimator:RLOO") is rloo_estimator.RLOO
+  state, _ = _run(setup, dataclasses.replace(LEARN, estimator="rloo_estimator:RLOO",
+                                             normalize=False), _keys(1))
+  assert (_expected_reward(setup, state.params).mean(1) > toy_env.PROMPT_ONLY_BOUND + 0.1).all()
+
+
+def test_registering_an_estimator_name_twice_is_refused():
+  with pytest.raises(ValueError, match="an estimator named 'grpo' is already registered"):
+    estimators.register(estimators.REGISTRY["grpo"])

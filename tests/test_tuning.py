@@ -1,6 +1,7 @@
 """Choosing each algorithm's setting on `validation` (experiments.records, experiments.tuning)
 and the sweeps that tune and then train the choice (configs/sweeps/tuning.py, final.py),
-on constructed run records."""
+on constructed run records, with reward shaping across λ (experiments.claims.lambda_table);
+and the committed tuning regenerated from its archived sweeps."""
 
 import json
 import os
@@ -9,8 +10,9 @@ import numpy as np
 import pytest
 
 from configs import choices
-from experiments import records, report, sweep, tuning
+from experiments import claims, records, report, sweep, tuning
 from polyepo import train
+from sweep_dirs import ROOT, committed
 
 P, SAMPLES = 8, 32
 
@@ -113,7 +115,7 @@ def test_lambda_table_judges_every_lambda_against_poly_epo():
                           lam=3.0)._replace(sweep=1), 10, 3)   # another budget: left out
   runs = [poly, trade_off, fewer, other_lr]
   rows = records.select_rows(runs, "multiplication")
-  lines, claim = report.lambda_table(runs, rows, "multiplication")
+  lines, claim = claims.lambda_table(runs, rows, "multiplication")
   assert [l.split(" | ")[0] for l in lines[2:4]] == ["| 0.1 (the comparison's row)", "| 0.3"]
   assert lines[2].endswith("| -0.188 [-0.188, -0.188]: Poly-EPO behind | "
                            "+2.000 [+2.000, +2.000]: Poly-EPO ahead |")
@@ -131,7 +133,7 @@ def test_lambda_table_judges_every_lambda_against_poly_epo():
   # A λ that matches Poly-EPO on both fails the claim, and is named.
   level = _tested(_run("rs-1", "reward_shaping", "reward_shaping", 1e-4, [9] * P,
                        lam=1.0)._replace(sweep=1), 10, 3)
-  _, claim = report.lambda_table(runs + [level], rows, "multiplication")
+  _, claim = claims.lambda_table(runs + [level], rows, "multiplication")
   assert claim.verdict == "does not hold"
   assert claim.lines[0].endswith("→ **does not hold** (not ahead on either at λ = 1)")
   # One seed is not judged; a single λ or no Poly-EPO row gives no table.
@@ -140,11 +142,11 @@ def test_lambda_table_judges_every_lambda_against_poly_epo():
   single = [_tested(_run("p1", "poly_epo", "set_rl", 1e-4, [8] * P), 10, 3, seeds=1),
             _tested(_run("r1", "reward_shaping", "reward_shaping", 1e-4, [9] * P,
                          lam=0.1), 16, 1, seeds=1), one_seed]
-  _, claim = report.lambda_table(single, records.select_rows(single, "multiplication"),
+  _, claim = claims.lambda_table(single, records.select_rows(single, "multiplication"),
                                  "multiplication")
   assert claim.verdict == "not judged" and "not judged" in claim.lines[0]
-  assert report.lambda_table(runs[:2], rows, "multiplication") is None
-  assert report.lambda_table(runs[1:], records.select_rows(runs[1:], "multiplication"),
+  assert claims.lambda_table(runs[:2], rows, "multiplication") is None
+  assert claims.lambda_table(runs[1:], records.select_rows(runs[1:], "multiplication"),
                              "multiplication") is None
 
 
@@ -361,3 +363,30 @@ def test_a_setting_in_words():
       "lr=0.0001, n=8, normalize=none"
   assert records.describe({"train.learning_rate": 1e-5, "train.normalize": True}) == \
       "lr=1e-05, normalize=prompt"   # a record from before normalize_over
+
+
+def _superseded(sweeps):
+  """Each archived sweep, or its newer copy in results/partial (a stage being redone)."""
+  partial = os.path.join(ROOT, "results", "partial")
+  newer = lambda s: os.path.join(partial, os.path.basename(s))
+  return [newer(s) if os.path.isfile(os.path.join(newer(s), "sweep.json")) else s
+          for s in sweeps]
+
+
+def test_committed_tuning_regenerates_determinism_check(tmp_path):
+  """results/tuning's tuning.md and chosen.json (both stages), from its archived sweeps;
+  results/tuning/lr's from the learning-rate sweeps, where one being redone is taken
+  from its newer copy in results/partial (the knob stage runs from that choice)."""
+  found = dict(committed("tuning.md"))
+  if "results/tuning" not in found:
+    pytest.skip("no committed tuning")
+  lr_sweeps = [s for s in found["results/tuning"] if os.path.basename(s).startswith("tuning-lr")]
+  knob_sweeps = [s for s in found["results/tuning"] if s not in lr_sweeps]
+  # In the README's order: stage lr's sweeps, then stage knobs'.
+  for directory, sweeps in (("results/tuning", lr_sweeps + knob_sweeps),
+                            ("results/tuning/lr", _superseded(lr_sweeps))):
+    out = tmp_path / os.path.basename(directory)
+    tuning.write_tuning(sweeps, str(out))
+    for name in ("tuning.md", "chosen.json"):
+      assert (out / name).read_text() == open(os.path.join(ROOT, directory, name)).read(), \
+          (directory, name)

@@ -1,5 +1,7 @@
-"""Tests for polyepo.writers: records survive a write torn by a crash."""
+"""Tests for polyepo.writers: records survive a write torn by a crash, and the
+gzipped records archived under results/ read like plain ones."""
 
+import gzip
 import json
 import os
 import warnings
@@ -10,7 +12,8 @@ from polyepo import writers
 
 
 def _jsonl(path, records, tail=""):
-  with open(path, "w") as f:
+  """Writes the records, one a line, then `tail`; gzipped when the path ends in .gz."""
+  with (gzip.open(path, "wt") if path.endswith(".gz") else open(path, "w")) as f:
     f.write("".join(json.dumps(r) + "\n" for r in records) + tail)
 
 
@@ -74,3 +77,38 @@ def test_truncating_without_a_step_drops_only_the_torn_line(tmp_path):
     assert writers.read_jsonl(path) == RECORDS
   assert writers.truncate_jsonl(str(tmp_path / "missing.jsonl")) == []
   assert not os.path.exists(tmp_path / "missing.jsonl")
+
+
+def test_a_gzipped_file_reads_as_the_plain_one(tmp_path):
+  plain, packed = str(tmp_path / "eval.jsonl"), str(tmp_path / "packed" / "eval.jsonl.gz")
+  os.makedirs(os.path.dirname(packed))
+  _jsonl(plain, RECORDS)
+  _jsonl(packed, RECORDS)
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    assert writers.read_jsonl(packed) == writers.read_jsonl(plain) == RECORDS
+
+
+def test_a_torn_last_line_in_a_gzipped_file_is_dropped_with_a_warning(tmp_path):
+  path = str(tmp_path / "train.jsonl.gz")
+  _jsonl(path, RECORDS, '{"step": 3, "re')
+  with gzip.open(path, "rt") as f:
+    assert f.read().endswith('"re')   # the decompressed text ends mid-line
+  with pytest.warns(writers.RecoveryWarning,
+                    match=r"train\.jsonl\.gz: its last line is incomplete"):
+    assert writers.read_jsonl(path) == RECORDS
+  damaged = str(tmp_path / "eval.jsonl.gz")
+  _jsonl(damaged, RECORDS[:1], '{"step": 2, "rew\n' + json.dumps(RECORDS[1]) + "\n")
+  with pytest.raises(ValueError, match=r"eval\.jsonl\.gz, line 2, is not a JSON record"):
+    writers.read_jsonl(damaged)
+
+
+def test_the_records_path_is_the_plain_file_or_else_its_gzipped_archive(tmp_path):
+  workdir = str(tmp_path)
+  plain, packed = os.path.join(workdir, "eval.jsonl"), os.path.join(workdir, "eval.jsonl.gz")
+  assert writers.jsonl_path(workdir, "eval.jsonl") == plain   # neither: the plain path
+  _jsonl(packed, RECORDS)
+  assert writers.jsonl_path(workdir, "eval.jsonl") == packed
+  _jsonl(plain, RECORDS[:1])   # a run writing again: its plain file is the newer
+  assert writers.jsonl_path(workdir, "eval.jsonl") == plain
+  assert writers.jsonl_path(workdir, "train.jsonl") == os.path.join(workdir, "train.jsonl")

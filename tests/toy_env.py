@@ -50,6 +50,7 @@ class ChoiceEnv:
   pad_id, eos_id = PAD, EOS
   max_response_len = 2
   hold_out = False  # four problems: nothing to hold out
+  has_step_boundaries = True
 
   def __init__(self, solves=SOLVES):
     self.solves = np.asarray(solves, np.float32)

@@ -2,7 +2,7 @@ r"""The final comparison: every algorithm at the setting tuning chose, ≥ 5 see
 
   python -m experiments.sweep --sweep=configs/sweeps/final.py:domains=multiplication \
       --sweep_dir=runs/sweeps/final-multiplication
-  python -m experiments.report runs/sweeps/final-multiplication --out=results --archive
+  python -m experiments.report runs/sweeps/final-multiplication --out=results/final --archive
 
 Each algorithm of `chosen` (the chosen.json that `python -m experiments.tuning`
 wrote from the tuning sweeps, configs/sweeps/tuning.py) trains `steps` steps with

@@ -3,7 +3,7 @@ r"""Reward shaping's diversity weight λ ∈ {0.1, 0.3, 1, 3}, for the λ plot b
   python -m experiments.sweep --sweep=configs/sweeps/shaping_lambda.py:domains=multiplication \
       --sweep_dir=runs/sweeps/shaping_lambda-multiplication
   python -m experiments.report runs/sweeps/final-multiplication \
-      runs/sweeps/shaping_lambda-multiplication --out=results --archive
+      runs/sweeps/shaping_lambda-multiplication --out=results/final --archive
 
 With chosen=PATH (a chosen.json of experiments.tuning, the default), each λ that
 the final comparison does not already train runs as the final comparison's reward

@@ -51,6 +51,7 @@ class KitEnv:
   answer_marker = "#"
   step_separators = (";",)
   hold_out = True
+  has_step_boundaries = True
 
   def __init_subclass__(cls, **kwargs):
     super().__init_subclass__(**kwargs)

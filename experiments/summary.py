@@ -1,0 +1,73 @@
+"""summary.json: the report's numbers and verdicts as byte-stable JSON.
+
+  text = summary.summary_json(records.load_runs(sweep_dirs))
+
+{domain: {algorithm key: {split: {metric: {"mean", "ci_low", "ci_high",
+"seeds"}}, "strategy_share": {...}}, "claims": [...]}}: every row of report.md
+with a key in ALGORITHM_KEYS, the base model's "forced_accuracy", and every
+claim of report.md with its verdict and the paired interval it rests on
+(`experiments.claims`); numbers rounded to `tables.DECIMALS`, keys sorted.
+"""
+
+import json
+from typing import Any, Dict, List
+
+from experiments.claims import claims, critic_claims, lambda_table
+from experiments.records import SPLITS, RunRecord, num_seeds, select_rows, value
+from experiments.tables import PASS_KS, rounded
+
+SUMMARY_METRICS = tuple(f"pass@{k}" for k in PASS_KS) + (
+    "distinct_correct", "distinct", "distinct_correct_families", "majority_vote")
+# Row label -> its key in summary.json (and tuning's chosen.json); a new algorithm
+# is added here (rows with no key are left out of summary.json).
+ALGORITHM_KEYS = {"Base": "base", "GRPO": "grpo", "Dr. GRPO": "dr_grpo",
+                  "Reward shaping": "reward_shaping", "Poly-EPO": "poly_epo",
+                  "Poly-EPO (correct-only diversity)": "poly_epo_correct_only",
+                  "PPO": "ppo", "Poly-PPO": "poly_ppo"}
+
+
+def summary(runs: List[RunRecord]) -> Dict[str, Any]:
+  """{domain: {algorithm key: {split: {metric: {"mean", "ci_low", "ci_high", "seeds"}},
+  "strategy_share": {strategy: final test share}}, "claims": [...]}}; the base
+  model also has "forced_accuracy" (test) when recorded. Rows without an
+  ALGORITHM_KEYS entry are left out; so are metrics not evaluated (pass@k for k
+  above the samples). "claims" holds report.md's claims in its order
+  (`Claim.to_json`: statement, verdict and the paired interval it rests on)."""
+  out = {}
+  for domain in sorted({r.domain for r in runs}):
+    rows = select_rows(runs, domain)
+    if not rows:
+      continue
+    out[domain] = {}
+    for label, row in rows.items():
+      if label not in ALGORITHM_KEYS:
+        continue
+      record = row["record"]
+      entry = {}
+      for split in SPLITS:
+        if split not in record:
+          continue
+        entry[split] = {}
+        for name in SUMMARY_METRICS:
+          interval = value(record, split, name)
+          if interval is not None:
+            entry[split][name] = {"mean": rounded(interval.mean), "ci_low": rounded(interval.low),
+                                  "ci_high": rounded(interval.high),
+                                  "seeds": num_seeds(record, split)}
+      if "test" in record:
+        test = record["test"]["mean"]
+        entry["strategy_share"] = {n: rounded(s) for n, s in test["strategy_share"].items()}
+        if label == "Base" and test.get("forced_accuracy") is not None:
+          entry["forced_accuracy"] = {n: rounded(a) for n, a in test["forced_accuracy"].items()}
+      out[domain][ALGORITHM_KEYS[label]] = entry
+    judged = claims(rows) + critic_claims(rows)
+    shaping = lambda_table(runs, rows, domain)
+    if shaping:
+      judged.append(shaping[1])
+    out[domain]["claims"] = [claim.to_json() for claim in judged]
+  return out
+
+
+def summary_json(runs: List[RunRecord]) -> str:
+  """`summary` as byte-stable JSON text (sorted keys, 2-space indent, final newline)."""
+  return json.dumps(summary(runs), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
