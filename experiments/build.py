@@ -1,20 +1,25 @@
 """What the entry points build from a ConfigDict: validated settings, env, base model.
 
-Every config is unpacked into its frozen dataclasses and validated here, before
-anything compiles: `train.validate`, `loop.validate`, `pretrain.validate` and
-`evaluate.validate` raise ValueError naming the bad field.
+Every config is unpacked into its frozen dataclasses here, before anything
+compiles: TrainConfig checks itself at construction, and `loop.validate`,
+`pretrain.validate` and `evaluate.validate` check what relates it to the rest;
+each raises ValueError naming the bad field. The rules for resuming a run under
+a changed config (`check_resumable`) live here too, beside the ConfigDict
+layout they name.
 """
 
 import dataclasses
 import glob
 import json
 import os
-from typing import Optional
+from typing import Any, Dict, Optional
 
+from flax import traverse_util
 import jax
 
 import envs
 from envs import datasets
+from experiments import algorithms
 from polyepo import checkpoint, checks, evaluate, forced, loop, model, pretrain, splits, train
 
 
@@ -161,3 +166,56 @@ def base_report(config, env, model_config, params):
       num_problems=config.report.forced_problems, num_samples=config.report.forced_samples,
       temperature=config.report.temperature)}
   return out
+
+
+def run_record(config, env) -> Dict[str, Any]:
+  """What a run's config.json holds: its config, its algorithm's label
+  (`algorithms.label_of`) and the domain's {strategy: family}, so that the
+  report reads them instead of rebuilding either."""
+  return dict(config.to_dict(), algorithm=algorithms.label_of(config.train.to_dict()),
+              strategy_families=dict(zip(env.strategy_names, env.strategy_families)))
+
+
+# Config fields that change how a run is computed, or where its base model is
+# found or cached, but not what it computes (to float rounding): a run may
+# resume with them changed. A field matches itself and every field under it.
+RESUMABLE_CHANGES = ("run.seed_batch_size", "run.num_devices", "train.microbatch_rows",
+                     "base.cache_dir", "base.shipped", "base.report",
+                     # derived from the config (`run_record`); older records lack them
+                     "algorithm", "strategy_families") + tuple(
+                         f"base.pretrain.{name}" for name in pretrain.COMPUTE_FIELDS)
+# Fields a resumed run may raise: a run resumed with more steps continues from
+# its last checkpoint, and its steps are those of a run started with the longer
+# length (the learning-rate schedule, `polyepo.train.make_optimizer`, does not depend on
+# it), so a finished run can be extended.
+EXTENDABLE = ("train.num_steps",)
+
+
+def check_resumable(workdir: str, config_record: Dict[str, Any]) -> None:
+  """Refuses to resume a run under another config than the one it started with.
+
+  Compares config_record with the run's config.json, field by field, apart
+  from RESUMABLE_CHANGES and a raised EXTENDABLE field (a field that only one
+  of them has counts as changed). Raises ValueError naming each changed field
+  with both values.
+  """
+  path = os.path.join(workdir, "config.json")
+  if not os.path.exists(path):
+    return
+  with open(path) as f:
+    started = traverse_util.flatten_dict(json.load(f), sep=".")
+  now = traverse_util.flatten_dict(json.loads(json.dumps(config_record, default=str)), sep=".")
+  unset = object()
+  extended = lambda k: (k in EXTENDABLE and k in started and k in now
+                        and now[k] >= started[k])
+  changed = [k for k in sorted(started.keys() | now.keys())
+             if not any(k == f or k.startswith(f + ".") for f in RESUMABLE_CHANGES)
+             and started.get(k, unset) != now.get(k, unset) and not extended(k)]
+  if changed:
+    show = lambda v: "unset" if v is unset else repr(v)
+    raise ValueError(
+        f"Run directory {workdir!r} was started with another config: "
+        + "; ".join(f"{k} {show(started.get(k, unset))} -> {show(now.get(k, unset))}"
+                    for k in changed)
+        + ". Resume it with the config it started with (" + ", ".join(EXTENDABLE)
+        + " may only grow: the run is extended), or pass --overwrite to start afresh.")

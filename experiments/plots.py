@@ -8,11 +8,12 @@ seeds (`experiments.stats`).
 
 import numpy as np
 
-from experiments import records
+from experiments import algorithms, records
+from polyepo import splits
 
 
 def _color(label):
-  return records.COLORS.get(label, None)
+  return algorithms.color(label)
 
 
 def _smooth(x, window):
@@ -25,8 +26,9 @@ def _smooth(x, window):
 
 
 def _splits(runs, domains):
-  """The splits (of records.SPLITS) that some domain's base evaluation holds."""
-  return [s for s in records.SPLITS if any(s in r.evals[0] for r in runs if r.domain in domains)]
+  """The eval splits that some domain's base evaluation holds."""
+  return [s for s in splits.EVAL_SPLITS
+          if any(s in r.evals[0] for r in runs if r.domain in domains)]
 
 
 def _trained_rows(runs, domain):
@@ -52,11 +54,11 @@ def _band(ax, x, intervals, label):
 
 def plot_pass_at_k(runs, domains, path):
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-  splits = _splits(runs, domains)
-  fig, axes = plt.subplots(len(domains), len(splits), figsize=(5.5 * len(splits), 4 * len(domains)),
-                           squeeze=False)
+  evaluated = _splits(runs, domains)
+  fig, axes = plt.subplots(len(domains), len(evaluated),
+                           figsize=(5.5 * len(evaluated), 4 * len(domains)), squeeze=False)
   for i, domain in enumerate(domains):
-    for j, split in enumerate(splits):
+    for j, split in enumerate(evaluated):
       ax = axes[i, j]
       for label, row in records.select_rows(runs, domain).items():
         record = row["record"]
@@ -354,11 +356,11 @@ def plot_shaping_lambda(runs, domains, path) -> bool:
         yerr = np.array([[m - v.low for m, v in zip(mean, intervals)],
                          [v.high - m for m, v in zip(mean, intervals)]])
         ax.errorbar(lams, mean, yerr=yerr, marker="o", capsize=3,
-                    color=records.COLORS["Reward shaping"], label="reward shaping")
+                    color=algorithms.color("Reward shaping"), label="reward shaping")
       band = poly and records.value(poly["record"], "test", key)
       if band:
-        ax.axhspan(band.low, band.high, color=records.COLORS["Poly-EPO"], alpha=0.2)
-        ax.axhline(band.mean, color=records.COLORS["Poly-EPO"], label="Poly-EPO (no λ)")
+        ax.axhspan(band.low, band.high, color=algorithms.color("Poly-EPO"), alpha=0.2)
+        ax.axhline(band.mean, color=algorithms.color("Poly-EPO"), label="Poly-EPO (no λ)")
       ax.set_xscale("log")
       ax.set_xlabel("λ (weight of the diversity bonus)")
       ax.set_title(f"{title}: {name}")

@@ -4,8 +4,9 @@
   rows = records.select_rows(runs, "multiplication")   # {row label: final record, run}
   records.per_problem(rows["GRPO"]["record"], "test", "pass@32")   # f64[seeds, problems]
 
-`experiments.report` (tables, claims, summary.json) and `experiments.plots`
-share these; `experiments.stats` turns the per-problem values into intervals.
+`experiments.tables`, `claims`, `summary`, `tuning` and `plots` share these;
+`experiments.stats` turns the per-problem values into intervals. A run's row
+label is its config.json's `algorithm` (`experiments.algorithms`).
 """
 
 import functools
@@ -15,9 +16,9 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from experiments import stats
+from experiments import algorithms, stats
+from polyepo import splits
 
-SPLITS = ("validation", "test", "ood")   # those present in the records are reported
 # Metrics (named as in summary.json) -> the per-problem list they are the mean of;
 # "pass@k" is computed from "num_correct".
 PER_PROBLEM_KEYS = {"distinct_correct": "distinct_correct", "distinct": "distinct",
@@ -25,12 +26,6 @@ PER_PROBLEM_KEYS = {"distinct_correct": "distinct_correct", "distinct": "distinc
                     "branch_point": "branch_point", "majority_vote": "majority_vote"}
 DISCOVERY_SHARE = 0.01  # a strategy is discovered once this share of rollouts is correct with it
 RARE_SHARE = 0.01       # a strategy is rare under this share of the base model's test samples
-ORDER = ("Base", "GRPO", "Dr. GRPO", "Reward shaping", "Poly-EPO",
-         "Poly-EPO (correct-only diversity)", "PPO", "Poly-PPO")
-COLORS = {"Base": "0.45", "GRPO": "tab:red", "Dr. GRPO": "tab:pink",
-          "Reward shaping": "tab:orange", "Poly-EPO": "tab:blue",
-          "Poly-EPO (correct-only diversity)": "tab:purple", "PPO": "tab:brown",
-          "Poly-PPO": "tab:cyan"}
 DOMAIN_TITLES = {"multiplication": "Multiplication", "polynomial_roots": "Polynomial roots"}
 
 
@@ -44,24 +39,6 @@ class RunRecord(NamedTuple):
   evals: List[Dict[str, Any]]   # eval.jsonl records, by step
   train: List[Dict[str, Any]]   # train.jsonl records, by step
   sweep: int = 0           # index of its sweep directory in `load_runs`' argument
-
-
-def algorithm_label(config: Dict[str, Any]) -> str:
-  """The row label of a run's config."""
-  t = config["train"]
-  if t["estimator"] == "grpo":
-    return "GRPO" if t["normalize"] else "Dr. GRPO"
-  if t["estimator"] == "reward_shaping":
-    return "Reward shaping"
-  if t["estimator"] == "ppo":
-    return "PPO"
-  names = {"polychromic": "Poly-EPO",
-           "polychromic_correct_only": "Poly-EPO (correct-only diversity)",
-           "pass_at_n": "Set RL pass@n", "mean_reward": "Set RL mean reward", "srl": "Set RL f_srl"}
-  label = names.get(t["objective"], f"Set RL {t['objective']}")
-  if t["estimator"] == "poly_ppo":
-    return "Poly-PPO" if t["objective"] == "polychromic" else f"Poly-PPO ({label})"
-  return label if t["estimator"] == "set_rl" else f"{t['estimator']} {label}"
 
 
 def read_jsonl_or_empty(path: str) -> List[Dict[str, Any]]:
@@ -87,7 +64,8 @@ def load_runs(sweep_dirs: Sequence[str]) -> List[RunRecord]:
       with open(os.path.join(workdir, "config.json")) as f:
         config = json.load(f)
       lam = config["train"]["lam"] if config["train"]["estimator"] == "reward_shaping" else None
-      runs.append(RunRecord(name, config["domain"], algorithm_label(config), lam, config,
+      label = config.get("algorithm") or algorithms.label_of(config["train"])
+      runs.append(RunRecord(name, config["domain"], label, lam, config,
                             evals, read_jsonl_or_empty(writers.jsonl_path(workdir, "train.jsonl")),
                             sweep=index))
   if not runs:
@@ -106,7 +84,7 @@ def require_per_problem(runs: Sequence[RunRecord]) -> None:
   """Raises ValueError naming the first eval record without per-problem values."""
   for run in runs:
     for record in run.evals:
-      for split in SPLITS:
+      for split in splits.EVAL_SPLITS:
         for seed in record.get(split, {}).get("seeds", []):
           if "per_problem" not in seed:
             raise ValueError(
@@ -166,25 +144,13 @@ def num_seeds(record: Dict[str, Any], split: str) -> int:
 # to the setting first in `setting` order (smaller learning rate first). `test`
 # and `ood` never choose anything.
 CRITERION = ("validation", "pass@1")
-# The config.train fields a tuning grid varies, per estimator (every estimator:
-# the learning rate); with `objective`, which names the algorithm, they are the
-# overrides that reproduce a run's setting from its config file.
-KNOBS = {"reward_shaping": ("lam",), "set_rl": ("set_size", "normalize", "normalize_over"),
-         "poly_ppo": ("set_size",)}
-# Knobs newer than some archived runs, with the value those runs trained with
-# (polyepo.train.TrainConfig's default; tests/test_tuning.py checks they agree).
-KNOB_DEFAULTS = {"normalize_over": "prompt"}
-
-
 def setting(run: RunRecord) -> Dict[str, Any]:
   """{override key: value}: the run's config file's values it was given (learning
-  rate, the estimator's KNOBS, objective where it names the algorithm)."""
+  rate and its algorithm's knobs, `algorithms.Algorithm.knobs`)."""
   t = run.config["train"]
   out = {"train.learning_rate": t["learning_rate"]}
-  out.update({f"train.{k}": t[k] if k in t else KNOB_DEFAULTS[k]
-              for k in KNOBS.get(t["estimator"], ())})
-  if t["estimator"] in ("set_rl", "poly_ppo"):
-    out["train.objective"] = t["objective"]
+  out.update({f"train.{k}": t[k] if k in t else algorithms.KNOB_DEFAULTS[k]
+              for k in algorithms.knobs(run.algorithm)})
   return out
 
 
@@ -260,7 +226,7 @@ def select_rows(runs: List[RunRecord], domain: str) -> Dict[str, Dict[str, Any]]
       note = (f"{describe(setting(best))}: best {CRITERION[0]} {CRITERION[1]} of "
               f"{len(group)} settings")
     rows[label] = {"record": best.evals[-1], "run": best, "note": note}
-  ordered = {k: rows[k] for k in ORDER if k in rows}
+  ordered = {k: rows[k] for k in algorithms.ORDER if k in rows}
   ordered.update({k: v for k, v in sorted(rows.items()) if k not in ordered})
   return ordered
 
@@ -296,7 +262,11 @@ def _families(domain: str, env_json: str) -> Dict[str, str]:
 
 
 def strategy_families(run: RunRecord) -> Dict[str, str]:
-  """{strategy name: family} of a run's domain (`env.strategy_families`)."""
+  """{strategy name: family} of a run's domain, as its config.json records it
+  (`strategy_families`, written by experiments.synthetic); for a run recorded
+  before that field existed, from the domain's env (`env.strategy_families`)."""
+  if "strategy_families" in run.config:
+    return dict(run.config["strategy_families"])
   return _families(run.domain, json.dumps(run.config.get("env", {}), sort_keys=True))
 
 

@@ -65,12 +65,13 @@ from absl import app, flags
 from experiments import cli, stats
 from experiments.archive import archive_sweeps, sweep_info, unfinished
 from experiments.claims import bullets, claims, critic_claims, lambda_table
-from experiments.records import (DISCOVERY_SHARE, DOMAIN_TITLES, RARE_SHARE, SPLITS, RunRecord,
+from experiments.records import (DISCOVERY_SHARE, DOMAIN_TITLES, RARE_SHARE, RunRecord,
                                  is_complete, load_runs, rare_strategies, require_per_problem,
                                  select_rows, strategy_families)
 from experiments.summary import summary_json
 from experiments.tables import (SATURATED_NOTE, discovery_table, domain_table,
                                 pass_at_1_sources, strategy_table, summary_table)
+from polyepo import splits
 
 # experiments.tuning defines --out and --archive too; allow_override lets one
 # process (the tests) import both modules. A FlagHolder reads its flag by name, so
@@ -129,7 +130,7 @@ def markdown(runs: List[RunRecord], sweep_dirs: Sequence[str]) -> str:
   for domain, rows in rows_by_domain.items():
     title = DOMAIN_TITLES.get(domain, domain)
     families = strategy_families(rows["Base"]["run"])
-    for split in SPLITS:
+    for split in splits.EVAL_SPLITS:
       record = rows["Base"]["record"]
       if split not in record:
         continue

@@ -4,7 +4,7 @@
 
 {domain: {algorithm key: {split: {metric: {"mean", "ci_low", "ci_high",
 "seeds"}}, "strategy_share": {...}}, "claims": [...]}}: every row of report.md
-with a key in ALGORITHM_KEYS, the base model's "forced_accuracy", and every
+with a key in `experiments.algorithms`, the base model's "forced_accuracy", and every
 claim of report.md with its verdict and the paired interval it rests on
 (`experiments.claims`); numbers rounded to `tables.DECIMALS`, keys sorted.
 """
@@ -12,25 +12,19 @@ claim of report.md with its verdict and the paired interval it rests on
 import json
 from typing import Any, Dict, List
 
+from experiments import algorithms
 from experiments.claims import claims, critic_claims, lambda_table
-from experiments.records import SPLITS, RunRecord, num_seeds, select_rows, value
+from experiments.records import RunRecord, num_seeds, select_rows, value
 from experiments.tables import PASS_KS, rounded
+from polyepo import splits
 
 SUMMARY_METRICS = tuple(f"pass@{k}" for k in PASS_KS) + (
     "distinct_correct", "distinct", "distinct_correct_families", "majority_vote")
-# Row label -> its key in summary.json (and tuning's chosen.json); a new algorithm
-# is added here (rows with no key are left out of summary.json).
-ALGORITHM_KEYS = {"Base": "base", "GRPO": "grpo", "Dr. GRPO": "dr_grpo",
-                  "Reward shaping": "reward_shaping", "Poly-EPO": "poly_epo",
-                  "Poly-EPO (correct-only diversity)": "poly_epo_correct_only",
-                  "PPO": "ppo", "Poly-PPO": "poly_ppo"}
-
-
 def summary(runs: List[RunRecord]) -> Dict[str, Any]:
   """{domain: {algorithm key: {split: {metric: {"mean", "ci_low", "ci_high", "seeds"}},
   "strategy_share": {strategy: final test share}}, "claims": [...]}}; the base
   model also has "forced_accuracy" (test) when recorded. Rows without an
-  ALGORITHM_KEYS entry are left out; so are metrics not evaluated (pass@k for k
+  entry in `algorithms.ALGORITHMS` are left out; so are metrics not evaluated (pass@k for k
   above the samples). "claims" holds report.md's claims in its order
   (`Claim.to_json`: statement, verdict and the paired interval it rests on)."""
   out = {}
@@ -40,11 +34,11 @@ def summary(runs: List[RunRecord]) -> Dict[str, Any]:
       continue
     out[domain] = {}
     for label, row in rows.items():
-      if label not in ALGORITHM_KEYS:
+      if label not in algorithms.BY_LABEL:
         continue
       record = row["record"]
       entry = {}
-      for split in SPLITS:
+      for split in splits.EVAL_SPLITS:
         if split not in record:
           continue
         entry[split] = {}
@@ -59,7 +53,7 @@ def summary(runs: List[RunRecord]) -> Dict[str, Any]:
         entry["strategy_share"] = {n: rounded(s) for n, s in test["strategy_share"].items()}
         if label == "Base" and test.get("forced_accuracy") is not None:
           entry["forced_accuracy"] = {n: rounded(a) for n, a in test["forced_accuracy"].items()}
-      out[domain][ALGORITHM_KEYS[label]] = entry
+      out[domain][algorithms.BY_LABEL[label].key] = entry
     judged = claims(rows) + critic_claims(rows)
     shaping = lambda_table(runs, rows, domain)
     if shaping:

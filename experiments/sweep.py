@@ -38,8 +38,8 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 from absl import app, flags, logging
 
-from experiments import cli, machine
-from polyepo import loop, rundir, writers
+from experiments import build, cli, machine
+from polyepo import rundir, writers
 
 _SWEEP = flags.DEFINE_string("sweep", None, "Sweep file, optionally with a config string: "
                              "configs/sweeps/headline.py:size=smoke.")
@@ -189,7 +189,7 @@ def _log(sweep_dir: str, record: Dict[str, Any]) -> None:
 def _without_extendable(manifest: Dict[str, Any]) -> str:
   """A manifest as JSON, without the overrides a run may raise when resumed."""
   runs = [dict(r, overrides={k: v for k, v in r["overrides"].items()
-                             if k not in loop.EXTENDABLE}) for r in manifest["runs"]]
+                             if k not in build.EXTENDABLE}) for r in manifest["runs"]]
   return json.dumps({**manifest, "runs": runs}, sort_keys=True, default=str)
 
 
@@ -200,7 +200,7 @@ def prepare_sweep_dir(sweep_dir: str, runs: List[RunSpec], overwrite: bool) -> N
   (`rundir.clear`: a directory holding anything else is refused).
 
   The same sweep with more steps (`train.num_steps`) is not a different sweep:
-  its finished runs are extended (`loop.check_resumable` refuses fewer steps).
+  its finished runs are extended (`build.check_resumable` refuses fewer steps).
   """
   manifest = {"runs": [r._asdict() for r in runs]}
   path = os.path.join(sweep_dir, "sweep.json")
@@ -259,7 +259,7 @@ def run_sweep(runs: List[RunSpec], sweep_dir: str, parallel: int = 1,
   from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top
   for run in runs:  # a run started under another config is neither skipped nor resumed
     try:
-      loop.check_resumable(os.path.join(sweep_dir, "runs", run.name),
+      build.check_resumable(os.path.join(sweep_dir, "runs", run.name),
                            build_config(run).to_dict())
     except ValueError as err:
       raise ValueError(f"Run {run.name!r}: {err}") from err

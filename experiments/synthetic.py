@@ -44,6 +44,8 @@ def main(argv):
   workdir = _WORKDIR.value or os.path.join(
       "runs", f"{config.name}-{envs.slug(config.domain)}-{config.size}")
   loop.check_workdir(workdir, _RESUME.value, _OVERWRITE.value)  # refuse before any work
+  if _RESUME.value:
+    build.check_resumable(workdir, config.to_dict())
 
   env, model_config, base_params, base_dir = build.base_model(config.base)
   model_config = build.policy_model_config(config, model_config)
@@ -52,7 +54,7 @@ def main(argv):
       train_config, model_config, env, env.default_params(), base_params,
       build.eval_problems(config.domain, run_settings.eval_splits), workdir,
       run_settings, resume=_RESUME.value, overwrite=_OVERWRITE.value,
-      config_record=config.to_dict(), mesh=mesh)
+      config_record=build.run_record(config, env), mesh=mesh)
   for split, result in final.items():
     print(evaluate.format_report(result["mean"], title=f"== {config.name} / {config.domain} / "
                                  f"{split} (mean of {run_settings.num_seeds} "

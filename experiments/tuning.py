@@ -33,7 +33,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from absl import app, flags
 
 from configs.sweeps import tuning as tuning_sweep
-from experiments import cli, records, summary, tables
+from experiments import algorithms, cli, records, tables
 from experiments.archive import archive_sweeps, sweep_info, unfinished
 
 # experiments.report defines --out and --archive too; allow_override lets one
@@ -50,12 +50,12 @@ COLUMNS = (("validation pass@1", "pass@1"), ("validation distinct correct", "dis
 
 
 def groups(runs: Sequence[records.RunRecord]) -> Dict[str, Dict[str, List[records.RunRecord]]]:
-  """{domain: {algorithm label: [complete runs]}}, labels in records.ORDER."""
+  """{domain: {algorithm label: [complete runs]}}, labels in algorithms.ORDER."""
   out: Dict[str, Dict[str, List[records.RunRecord]]] = {}
   for run in runs:
     if records.is_complete(run):
       out.setdefault(run.domain, {}).setdefault(run.algorithm, []).append(run)
-  order = {label: i for i, label in enumerate(records.ORDER)}
+  order = {label: i for i, label in enumerate(algorithms.ORDER)}
   return {d: dict(sorted(g.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
           for d, g in sorted(out.items())}
 
@@ -67,7 +67,7 @@ def chosen(runs: Sequence[records.RunRecord], pending: Sequence[Dict[str, Any]] 
   `pending`: the planned runs (sweep.json entries, archive.unfinished) that have not
   finished; each entry of a domain they belong to lists their names under
   tuning_sweep.UNFINISHED (a run whose domain is unknown belongs to every domain).
-  Raises ValueError for an algorithm without a key in summary.ALGORITHM_KEYS, and
+  Raises ValueError for an algorithm not in `algorithms.ALGORITHMS`, and
   (records.choose) for a run without a `validation` evaluation.
   """
   out = {}
@@ -75,16 +75,16 @@ def chosen(runs: Sequence[records.RunRecord], pending: Sequence[Dict[str, Any]] 
     waiting = [run["name"] for run in pending if planned_domain(run) in (domain, None)]
     out[domain] = {}
     for label, group in by_label.items():
-      if label not in summary.ALGORITHM_KEYS:
-        raise ValueError(f"algorithm {label!r} has no key in summary.ALGORITHM_KEYS "
-                         f"({', '.join(summary.ALGORITHM_KEYS)}).")
+      if label not in algorithms.BY_LABEL:
+        raise ValueError(f"algorithm {label!r} is not in experiments.algorithms.ALGORITHMS "
+                         f"({', '.join(algorithms.ORDER)}).")
       best = records.choose(group)
-      entry = {"config_file": f"configs/{best.config['name']}.py",
+      entry = {"config_file": algorithms.BY_LABEL[label].config,
                "overrides": records.setting(best), "run": best.name,
                "criterion": round(records.criterion(best), tables.DECIMALS)}
       if waiting:
         entry[tuning_sweep.UNFINISHED] = waiting
-      out[domain][summary.ALGORITHM_KEYS[label]] = entry
+      out[domain][algorithms.BY_LABEL[label].key] = entry
   return out
 
 

@@ -57,7 +57,8 @@ class Rollouts(NamedTuple):
   label: jax.Array             # i32[B, N]
 
 
-BuildBatch = Callable[[Setup, Rollouts, jax.Array, Optional[str]], Tuple[Batch, Dict[str, jax.Array]]]
+BuildBatch = Callable[[Setup, Rollouts, jax.Array, Optional[str]],
+                      Tuple[Batch, Dict[str, jax.Array]]]
 GroupAdvantage = Callable[..., jax.Array]
 
 

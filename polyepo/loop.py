@@ -14,7 +14,6 @@ last checkpoint exactly as a run started with that length would have.
 """
 
 import dataclasses
-import json
 import os
 import time
 import warnings
@@ -24,16 +23,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
-from flax import traverse_util
 
-from polyepo import checks, evaluate, forced, parallel, pretrain, rundir, splits, train, writers
+from polyepo import checks, evaluate, forced, parallel, rundir, splits, train, writers
 
 
 
 
 @dataclasses.dataclass(frozen=True)
 class RunSettings:
-  """Host-side settings of a run (validated by `validate`).
+  """Host-side settings of a run (checked at construction, `check_settings`).
 
   The defaults are the RL configs' (configs/base.py builds `config.run` from
   them and overrides only the size presets).
@@ -78,24 +76,16 @@ class RunSettings:
   num_devices: int = 0
   max_checkpoints: int = 2
 
+  def __post_init__(self):
+    check_settings(self)
 
-def validate(settings: RunSettings, config: train.TrainConfig) -> None:
-  """Raises ValueError naming the field and its valid range, before compiling.
 
-  `config` is the run's (validated) TrainConfig: eval_every, checkpoint_every
-  and its num_steps must be multiples of its steps_per_chunk.
-  """
-  chunk = config.steps_per_chunk
+def check_settings(settings: RunSettings) -> None:
+  """Raises ValueError naming the field and its valid range (at construction)."""
   checks.at_least("num_seeds", settings.num_seeds, 1)
   parallel.check_seed_batch_size(settings.seed_batch_size, settings.num_seeds)
   for name in ("eval_every", "checkpoint_every"):
-    value = getattr(settings, name)
-    if value < 0 or value % chunk:
-      raise ValueError(f"{name}={value} must be a non-negative multiple of "
-                       f"steps_per_chunk={chunk}.")
-  if config.num_steps % chunk:
-    raise ValueError(f"num_steps={config.num_steps} must be a multiple of "
-                     f"steps_per_chunk={chunk}.")
+    checks.at_least(name, getattr(settings, name), 0)
   names = tuple(settings.eval_splits)
   if not names or len(set(names)) < len(names) or set(names) - set(splits.EVAL_SPLITS):
     raise ValueError(f"eval_splits={names!r} must name each split at most once, at least "
@@ -107,6 +97,17 @@ def validate(settings: RunSettings, config: train.TrainConfig) -> None:
   checks.at_least("eval_forced_samples", settings.eval_forced_samples, 1)
   checks.at_least("num_devices", settings.num_devices, 0)
   checks.at_least("max_checkpoints", settings.max_checkpoints, 1)
+
+
+def validate(settings: RunSettings, config: train.TrainConfig) -> None:
+  """Raises ValueError unless the run's settings fit its TrainConfig, before compiling:
+  eval_every and checkpoint_every must be multiples of its steps_per_chunk
+  (each config checks its own fields at construction)."""
+  for name in ("eval_every", "checkpoint_every"):
+    value = getattr(settings, name)
+    if value % config.steps_per_chunk:
+      raise ValueError(f"{name}={value} must be a non-negative multiple of "
+                       f"steps_per_chunk={config.steps_per_chunk}.")
 
 
 def check_workdir(workdir: str, resume: bool, overwrite: bool) -> None:
@@ -136,49 +137,6 @@ def prepare_workdir(workdir: str, resume: bool, overwrite: bool) -> None:
   if overwrite:
     rundir.clear(workdir, rundir.RUN_LAYOUT)
   os.makedirs(workdir, exist_ok=True)
-
-
-# Config fields that change how a run is computed, or where its base model is
-# found or cached, but not what it computes (to float rounding): a run may
-# resume with them changed. A field matches itself and every field under it.
-RESUMABLE_CHANGES = ("run.seed_batch_size", "run.num_devices", "train.microbatch_rows",
-                     "base.cache_dir", "base.shipped", "base.report") + tuple(
-                         f"base.pretrain.{name}" for name in pretrain.COMPUTE_FIELDS)
-# Fields a resumed run may raise: a run resumed with more steps continues from
-# its last checkpoint, and its steps are those of a run started with the longer
-# length (the learning-rate schedule, `train.make_optimizer`, does not depend on
-# it), so a finished run can be extended.
-EXTENDABLE = ("train.num_steps",)
-
-
-def check_resumable(workdir: str, config_record: Dict[str, Any]) -> None:
-  """Refuses to resume a run under another config than the one it started with.
-
-  Compares config_record with the run's config.json, field by field, apart
-  from RESUMABLE_CHANGES and a raised EXTENDABLE field (a field that only one
-  of them has counts as changed). Raises ValueError naming each changed field
-  with both values.
-  """
-  path = os.path.join(workdir, "config.json")
-  if not os.path.exists(path):
-    return
-  with open(path) as f:
-    started = traverse_util.flatten_dict(json.load(f), sep=".")
-  now = traverse_util.flatten_dict(json.loads(json.dumps(config_record, default=str)), sep=".")
-  unset = object()
-  extended = lambda k: (k in EXTENDABLE and k in started and k in now
-                        and now[k] >= started[k])
-  changed = [k for k in sorted(started.keys() | now.keys())
-             if not any(k == f or k.startswith(f + ".") for f in RESUMABLE_CHANGES)
-             and started.get(k, unset) != now.get(k, unset) and not extended(k)]
-  if changed:
-    show = lambda v: "unset" if v is unset else repr(v)
-    raise ValueError(
-        f"Run directory {workdir!r} was started with another config: "
-        + "; ".join(f"{k} {show(started.get(k, unset))} -> {show(now.get(k, unset))}"
-                    for k in changed)
-        + ". Resume it with the config it started with (" + ", ".join(EXTENDABLE)
-        + " may only grow: the run is extended), or pass --overwrite to start afresh.")
 
 
 def _seed_params(params, seed: int):
@@ -339,8 +297,6 @@ def train_and_evaluate(config: train.TrainConfig, model_config, env, env_params,
 
   validate(settings, config)
   prepare_workdir(workdir, resume, overwrite)
-  if resume and config_record is not None:
-    check_resumable(workdir, config_record)
   if config_record is not None:
     writers.write_json_atomically(os.path.join(workdir, "config.json"), config_record)
 

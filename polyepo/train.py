@@ -147,6 +147,9 @@ def validate(config: TrainConfig) -> None:
   for name in ("prompts_per_step", "num_epochs", "num_minibatches", "num_steps",
                "steps_per_chunk"):
     checks.at_least(name, getattr(config, name), 1)
+  if config.num_steps % config.steps_per_chunk:
+    raise ValueError(f"num_steps={config.num_steps} must be a multiple of "
+                     f"steps_per_chunk={config.steps_per_chunk}.")
   if config.prompts_per_step % config.num_minibatches:
     raise ValueError(
         f"num_minibatches={config.num_minibatches} must divide prompts_per_step="

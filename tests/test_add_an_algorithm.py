@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+import envs
 import sweep_dirs
 
 
@@ -29,6 +30,8 @@ def test_a_new_estimator_runs_through_a_sweep_and_the_report(tmp_path):
   for name in runs:
     config = json.load(open(sweep_dir / "runs" / name / "config.json"))
     assert config["train"]["estimator"] == "rloo_estimator:RLOO"
+    assert config["algorithm"] == "rloo_estimator:RLOO"   # the label of an unlisted algorithm
+    assert list(config["strategy_families"]) == list(envs.make("multiplication")[0].strategy_names)
     evals = [json.loads(line) for line in open(sweep_dir / "runs" / name / "eval.jsonl")]
     assert evals[-1]["step"] == config["train"]["num_steps"]
   report = run("experiments.report", str(sweep_dir), f"--out={tmp_path / 'report'}")

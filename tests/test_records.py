@@ -33,3 +33,25 @@ def test_old_records_are_refused_naming_the_key():
   with pytest.raises(ValueError, match="'grpo-x'.*step 0.*'test'.*'per_problem'.*rerun with "
                                        "this version"):
     records.require_per_problem([old])
+
+
+def _run_dir(root, name, config):
+  import json  # pylint: disable=g-import-not-at-top
+  workdir = root / "runs" / name
+  workdir.mkdir(parents=True)
+  (workdir / "config.json").write_text(json.dumps(config))
+  (workdir / "eval.jsonl").write_text('{"step": 0}\n')
+
+
+def test_a_run_is_read_under_the_algorithm_and_families_its_config_records(tmp_path):
+  """The label and the strategy families come from config.json when it records them
+  (the domain here does not exist, so building its env would fail); a run recorded
+  before they existed gets them from the algorithm table and from its env."""
+  train = {"estimator": "set_rl", "objective": "polychromic", "lam": 0.0, "normalize": True}
+  _run_dir(tmp_path, "new", {"domain": "no_such_domain", "train": train, "algorithm": "Mine",
+                             "strategy_families": {"a": "x", "b": "x"}})
+  _run_dir(tmp_path, "old", {"domain": "multiplication", "train": train})
+  new, old = records.load_runs([str(tmp_path)])
+  assert (new.algorithm, records.strategy_families(new)) == ("Mine", {"a": "x", "b": "x"})
+  assert old.algorithm == "Poly-EPO"
+  assert records.strategy_families(old)["long_by_a"] == "long"

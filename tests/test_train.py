@@ -19,6 +19,7 @@ import pytest
 
 import envs
 import toy_env
+from experiments import build
 from polyepo import (accumulation, estimators, loop, model, parallel, pretrain, train,
                      value_head, writers)
 
@@ -445,7 +446,7 @@ def test_an_enumerable_objective_without_closed_form_is_accepted():
 @pytest.mark.parametrize("settings,config,match", [
     (dict(eval_every=3), {}, "eval_every=3 must be a non-negative multiple of steps_per_chunk=2"),
     (dict(checkpoint_every=3), {}, "checkpoint_every=3 must be a non-negative multiple"),
-    (dict(checkpoint_every=-2), {}, "checkpoint_every=-2 must be a non-negative multiple"),
+    (dict(checkpoint_every=-2), {}, "checkpoint_every must be >= 0, got -2"),
     ({}, dict(num_steps=5), "num_steps=5 must be a multiple of steps_per_chunk=2"),
     (dict(num_seeds=0), {}, "num_seeds must be >= 1, got 0"),
     (dict(num_seeds=2, seed_batch_size=3), {}, r"seed_batch_size=3 must be 0 .* or 1..num_seeds=2"),
@@ -507,28 +508,28 @@ def test_resuming_under_another_config_is_refused(tmp_path):
              "base": {"pretrain": {"preference_steps": 150, "microbatch_rows": 32},
                       "cache_dir": ""}}
   (tmp_path / "config.json").write_text(json.dumps(started))
-  loop.check_resumable(str(tmp_path), started)  # the same config (tuples as saved lists)
+  build.check_resumable(str(tmp_path), started)  # the same config (tuples as saved lists)
   compute = {"train": {**started["train"], "microbatch_rows": 0},
              "run": {**started["run"], "seed_batch_size": 1},
              "base": {"pretrain": {"preference_steps": 150, "microbatch_rows": 16},
                       "cache_dir": "/elsewhere"}}
-  loop.check_resumable(str(tmp_path), compute)
+  build.check_resumable(str(tmp_path), compute)
   science = {**started, "train": {**started["train"], "learning_rate": 1e-4},
              "base": {**started["base"], "pretrain": {"preference_steps": 900,
                                                       "microbatch_rows": 32}}}
   with pytest.raises(ValueError, match=r"another config: base.pretrain.preference_steps 150 "
                                        r"-> 900; train.learning_rate 3e-05 -> 0.0001\. .*"
                                        r"--overwrite"):
-    loop.check_resumable(str(tmp_path), science)
+    build.check_resumable(str(tmp_path), science)
   added = {**started, "train": {**started["train"], "lam": 0.3}}
   with pytest.raises(ValueError, match=r"train.lam unset -> 0.3"):
-    loop.check_resumable(str(tmp_path), added)
+    build.check_resumable(str(tmp_path), added)
   steps = lambda n: {**started, "train": {**started["train"], "num_steps": n}}
   (tmp_path / "config.json").write_text(json.dumps(steps(300)))
-  loop.check_resumable(str(tmp_path), steps(600))  # a finished run is extended
+  build.check_resumable(str(tmp_path), steps(600))  # a finished run is extended
   with pytest.raises(ValueError, match=r"train.num_steps 300 -> 200\. .*may only grow"):
-    loop.check_resumable(str(tmp_path), steps(200))
-  loop.check_resumable(str(tmp_path / "fresh"), science)  # nothing started there
+    build.check_resumable(str(tmp_path), steps(200))
+  build.check_resumable(str(tmp_path / "fresh"), science)  # nothing started there
 
 
 # -- the host loop: checkpoints and resume ---------------------------------------

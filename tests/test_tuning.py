@@ -6,11 +6,10 @@ and the committed tuning regenerated from its archived sweeps."""
 import json
 import os
 
-import numpy as np
 import pytest
 
 from configs import choices
-from experiments import claims, records, report, sweep, tuning
+from experiments import algorithms, claims, records, report, sweep, tuning
 from polyepo import train
 from sweep_dirs import ROOT, committed
 
@@ -35,14 +34,14 @@ def _run(name, config_name, estimator, lr, correct, lam=0.3, set_size=4, normali
                       "num_steps": 100}}
   evals = [{"step": s, **{split: _split([16] * P) for split in splits}} for s in (0,)]
   evals.append({"step": 100, **{split: _split(correct) for split in splits}})
-  return records.RunRecord(name, domain, records.algorithm_label(config),
+  return records.RunRecord(name, domain, algorithms.label_of(config["train"]),
                            lam if estimator == "reward_shaping" else None, config, evals, [])
 
 
 def test_labels_of_every_algorithm():
   def label(estimator, objective="polychromic", normalize=True):
-    return records.algorithm_label({"train": {"estimator": estimator, "objective": objective,
-                                              "normalize": normalize}})
+    return algorithms.label_of({"estimator": estimator, "objective": objective,
+                                "normalize": normalize})
   assert label("grpo") == "GRPO" and label("grpo", normalize=False) == "Dr. GRPO"
   assert label("set_rl") == "Poly-EPO"
   assert label("set_rl", "polychromic_correct_only") == "Poly-EPO (correct-only diversity)"
@@ -349,9 +348,9 @@ def test_tuning_sweep_grid():
 
 def test_knob_defaults_are_the_train_config_defaults():
   """A run recorded before a knob existed trained with TrainConfig's default."""
-  for knob, value in records.KNOB_DEFAULTS.items():
+  for knob, value in algorithms.KNOB_DEFAULTS.items():
     assert getattr(train.TrainConfig(), knob) == value
-    assert any(knob in knobs for knobs in records.KNOBS.values())
+    assert any(knob in a.knobs for a in algorithms.ALGORITHMS)
 
 
 def test_a_setting_in_words():
