@@ -34,16 +34,16 @@ import jax.numpy as jnp
 import optax
 
 from bench.timing import median_seconds
-from polyepo import model
+from polyepo import bf16, model
 from polyepo import sampling
 from polyepo import accumulation
 
 
 def matmul_peak(size=2048, repeats=10, matmul_dtype="float32"):
-  """Median FLOP/s of a size^3 matmul: float32, or as `model.bf16_matmul` does it."""
+  """Median FLOP/s of a size^3 matmul: float32, or as `bf16.bf16_matmul` does it."""
   a = jax.random.normal(jax.random.key(0), (size, size), jnp.float32)
   b = jax.random.normal(jax.random.key(1), (size, size), jnp.float32)
-  matmul = jax.jit(model.bf16_matmul if matmul_dtype == "bfloat16" else jnp.matmul)
+  matmul = jax.jit(bf16.bf16_matmul if matmul_dtype == "bfloat16" else jnp.matmul)
   return 2 * size**3 / median_seconds(lambda: matmul(a, b), repeats)
 
 

@@ -3,11 +3,11 @@ r"""Seconds per pretraining step, each stage, with and without the length cuts.
   python -m bench.pretrain_step [--domain multiplication] [--repeats 5] [--steps 5]
 
 Pretraining reads each micro-batch's responses only up to its last trained
-token, rounded up to `pretrain.LENGTH_STEP` (`pretrain.part_value_and_grad`),
+token, rounded up to `corpus.LENGTH_STEP` (`corpus.part_value_and_grad`),
 after grouping rows of similar length into the same micro-batch
-(`pretrain.length_order`). This times a chunk of `--steps` steps of the
+(`corpus.length_order`). This times a chunk of `--steps` steps of the
 domain's default config, each stage, with those cuts and with every response
-read whole (`pretrain.cut_lengths` returning T alone), in turn in one process,
+read whole (`corpus.cut_lengths` returning T alone), in turn in one process,
 and prints the medians, their ratio and the estimated time of the whole
 pretraining run (steps times seconds per step, compilation left out).
 """
@@ -22,7 +22,7 @@ import jax
 from bench import timing
 from configs import pretrain as pretrain_configs
 from experiments import build
-from polyepo import accumulation, pretrain
+from polyepo import accumulation, corpus, pretrain
 
 
 def main(argv=None):
@@ -36,9 +36,9 @@ def main(argv=None):
   config = pretrain_configs.get_config(f"domain={args.domain}")
   env, env_params, model_config, settings = build.pretrain_settings(config)
   settings = dataclasses.replace(settings, steps_per_chunk=args.steps)
-  whole_responses = unittest.mock.patch.object(pretrain, "cut_lengths", lambda t: (t,))
+  whole_responses = unittest.mock.patch.object(corpus, "cut_lengths", lambda t: (t,))
   rows = settings.microbatch_rows or accumulation.default_microbatch_rows(
-      settings.batch_size, pretrain.CPU_MICROBATCH_ROWS)
+      settings.batch_size, corpus.CPU_MICROBATCH_ROWS)
   print(f"{args.domain}, {jax.devices()[0].device_kind}, batches of {settings.batch_size} in "
         f"micro-batches of {rows} rows; seconds per step "
         f"(median of {args.repeats} chunks of {args.steps} steps):")

@@ -14,8 +14,14 @@ from polyepo.env_api import DEGENERATE, Env
 __version__ = "0.1.0"
 
 _SUBMODULES = (
+    "accumulation",
     "advantages",
+    "attention",
+    "bf16",
     "checkpoint",
+    "corpus",
+    "critic",
+    "estimators",
     "evaluate",
     "gae",
     "loop",
@@ -23,8 +29,10 @@ _SUBMODULES = (
     "metrics",
     "model",
     "objectives",
+    "parallel",
     "poly_ppo",
     "pretrain",
+    "rollouts",
     "sampling",
     "sets",
     "theory",

@@ -22,19 +22,15 @@ The competence stage's model is the base model of the same config without a
 preference stage, and is cached as such (`base_model`): changing the
 preference stage does not retrain it.
 
-The corpus is generated on the fly inside the jitted step: training problems
-from the environment (`polyepo.splits`: never an eval problem), a strategy per
-problem from the stage's mixture restricted to the strategies that apply, and
-the environment's demonstration of it. A step reads each micro-batch's
-responses only as far as its last trained token (`part_value_and_grad`), with
-rows of similar length grouped into the same micro-batch (`length_order`).
+The corpus is generated on the fly inside the jitted step from training
+problems only, and a step reads each micro-batch's responses only as far as its
+last trained token (`polyepo.corpus`).
 
   state = init(key); state, metrics = run_chunk(state)   # one compiled chunk of steps
 """
 
 import dataclasses
 import json
-import math
 import os
 from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
@@ -42,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from polyepo import accumulation, checkpoint, checks, forced, splits
+from polyepo import accumulation, checkpoint, checks, corpus
 from polyepo import model as model_lib
 
 
@@ -77,7 +73,7 @@ class PretrainConfig:
       between chunks).
     microbatch_rows: each step's gradient is accumulated over micro-batches of
       at most this many demonstrations (the batch size or more: the whole batch
-      at once; 0: by platform, CPU_MICROBATCH_ROWS on a CPU, see
+      at once; 0: by platform, `corpus.CPU_MICROBATCH_ROWS` on a CPU, see
       `polyepo.accumulation.default_microbatch_rows`), the same loss and gradient to
       float rounding; not part of the cache key.
   """
@@ -150,155 +146,6 @@ def model_config_for(env, **overrides) -> model_lib.TransformerConfig:
   return model_lib.TransformerConfig(**fields)
 
 
-def response_mask(tokens: jax.Array, eos_id: int) -> jax.Array:
-  """bool[B, T]: tokens up to and including the first EOS (all, if none)."""
-  is_eos = tokens == eos_id
-  return (jnp.cumsum(is_eos, axis=1) - is_eos) == 0
-
-
-PARTS = ("all", "opening", "continuation")
-
-
-def corpus_batch(env, env_params, key: jax.Array, batch_size: int,
-                 mixture: Sequence[float], slip_rate: float, part: str = "all"):
-  """A batch of demonstrations of training problems.
-
-  A problem none of whose applicable strategies has weight gets no demonstration
-  (its mask row is all False), so it adds nothing to the loss.
-
-  Args:
-    env, env_params: the environment and the params of its training problems.
-    key: PRNG key.
-    batch_size: B.
-    mixture: unnormalised weight per strategy.
-    slip_rate: probability of a slip per demonstration.
-    part: which tokens of each response the mask keeps: "all" (up to EOS),
-      "opening" (`forced.openings`; a strategy without a usable opening on
-      that problem gets no loss) or "continuation" (after the opening; all of
-      the response where there is no usable opening).
-
-  Returns:
-    (prompts i32[B, P], responses i32[B, T], mask bool[B, T], strategies i32[B]).
-  """
-  problem_key, strategy_key, demo_key = jax.random.split(key, 3)
-  problems = splits.sample(env, problem_key, env_params, batch_size)  # train split
-  applicable = env.applicable(problems)
-  weights = jnp.asarray(mixture, jnp.float32)
-  allowed = applicable & (weights[None, :] > 0)
-  logits = jnp.where(allowed, jnp.log(jnp.maximum(weights, 1e-30))[None, :], -jnp.inf)
-  strategies = jax.random.categorical(strategy_key, logits, axis=-1).astype(jnp.int32)
-  responses, ok = env.demonstrate(demo_key, problems, strategies, slip_rate=slip_rate)
-  mask = response_mask(responses, env.eos_id) & (ok & jnp.any(allowed, axis=-1))[:, None]
-  if part not in PARTS:
-    raise ValueError(f"part={part!r}; valid choices: {', '.join(PARTS)}.")
-  if part != "all":
-    found = forced.openings(env, problems)
-    rows = jnp.arange(batch_size)
-    length = jnp.where(found.usable[rows, strategies], found.length[rows, strategies], 0)
-    in_opening = jnp.arange(responses.shape[1]) < length[:, None]
-    mask &= in_opening if part == "opening" else ~in_opening
-  return env.prompt_tokens(problems), responses, mask, strategies
-
-
-# A micro-batch's responses are cut after the first multiple of LENGTH_STEP
-# tokens that holds every token it trains on (`part_value_and_grad`).
-LENGTH_STEP = 8
-
-
-def trained_ends(mask: jax.Array) -> jax.Array:
-  """i32[B]: one past each row's last trained token (0 for none); mask bool[B, T]."""
-  return jnp.max(jnp.where(mask, jnp.arange(1, mask.shape[1] + 1), 0), axis=1)
-
-
-def cut_lengths(num_tokens: int) -> Tuple[int, ...]:
-  """The lengths a response of T = num_tokens tokens may be cut to: the
-  multiples of LENGTH_STEP below T, then T."""
-  return tuple(range(LENGTH_STEP, num_tokens, LENGTH_STEP)) + (num_tokens,)
-
-
-def part_value_and_grad(params, model_config: model_lib.TransformerConfig, prompts: jax.Array,
-                        responses: jax.Array, mask: jax.Array, count: jax.Array, eos_id: int):
-  """One part's loss, its token probability and the loss's gradient, reading
-  only the tokens the trained ones depend on.
-
-    loss = -sum(logp[mask]) / count,   token_prob = sum(exp(logp[mask])) / count
-
-  where logp[b, t] = log pi(responses[b, t] | prompt b, responses[b, :t]) and the
-  model reads each response up to its EOS. A token's log-probability depends
-  only on the tokens before it (causal attention; positions count the real
-  tokens before), so the responses are cut after the part's last trained token,
-  rounded up to a multiple of LENGTH_STEP: one compiled forward and backward per
-  length, picked at run time by `lax.switch` (outside the differentiation, so a
-  branch keeps only its own activations). The same numbers as reading all T
-  tokens, to float rounding, for the work of the cut.
-
-  Args:
-    params: model parameters.
-    model_config: the model's TransformerConfig.
-    prompts: i32[B, P], left-padded.
-    responses: i32[B, T].
-    mask: bool[B, T], the tokens trained on.
-    count: the divisor (the whole batch's trained tokens of this part, when the
-      part is a micro-batch).
-    eos_id: the end-of-sequence token.
-
-  Returns:
-    ((loss, token_prob), grads), as `jax.value_and_grad(..., has_aux=True)`.
-  """
-  lengths = cut_lengths(responses.shape[1])
-  real = response_mask(responses, eos_id)
-
-  def cut(length):
-    def loss_fn(params):
-      kept = mask[:, :length]
-      logp = jnp.where(kept, model_lib.sequence_logprobs(
-          params, model_config, prompts, responses[:, :length], real[:, :length]), 0.0)
-      return -jnp.sum(logp) / count, jnp.sum(jnp.where(kept, jnp.exp(logp), 0.0)) / count
-    return jax.value_and_grad(loss_fn, has_aux=True)
-
-  branch = jnp.searchsorted(jnp.asarray(lengths), jnp.max(trained_ends(mask)))
-  return jax.lax.switch(branch, [cut(length) for length in lengths], params)
-
-
-def length_order(mask: jax.Array, num_micro: int) -> jax.Array:
-  """i32[B]: the row order that groups rows of similar trained length.
-
-  Rows are ranked by the end of their trained tokens (last True of `mask`), and
-  micro-batch c of `polyepo.accumulation.accumulate` (rows c, c + C, ... of the
-  reordered batch) gets ranks c * B / C .. (c + 1) * B / C - 1, so that each
-  micro-batch's cut (`part_value_and_grad`) is as short as its own rows allow.
-
-  Args:
-    mask: bool[B, T], the tokens trained on; C = num_micro divides B.
-  """
-  ranks = jnp.argsort(trained_ends(mask), stable=True)
-  return ranks.reshape(num_micro, -1).T.reshape(-1)
-
-
-# Demonstrations per micro-batch on a CPU when none is asked for
-# (microbatch_rows=0): 32, where the RL update takes 16. A pretraining step
-# cuts each micro-batch's responses after its last trained token, so its
-# micro-batches are shorter (the preference stage's openings most of all) and
-# 32 rows still fit the caches, in half as many loop iterations (timings:
-# docs/performance.md).
-CPU_MICROBATCH_ROWS = 32
-
-
-def num_microbatches(part_rows: Sequence[int], microbatch_rows: int) -> int:
-  """The fewest micro-batches C that divide every part's rows and hold at most
-  `microbatch_rows` rows in all (the most that divide them all, if none is
-  that small); microbatch_rows 0 is `polyepo.accumulation.default_microbatch_rows`
-  with CPU_MICROBATCH_ROWS on a CPU. A micro-batch takes 1 / C of each part.
-
-  The parts' rows are gcd(part_rows) groups of sum / gcd rows each (a group
-  takes the same share of every part), split as the RL update splits its
-  groups (`polyepo.accumulation.microbatch_groups`).
-  """
-  groups = math.gcd(*part_rows)
-  per_micro = accumulation.microbatch_groups(microbatch_rows, groups, sum(part_rows) // groups,
-                                          CPU_MICROBATCH_ROWS)
-  return groups // per_micro
-
 
 class Stage(NamedTuple):
   """One stage's schedule (its corpus is described in the module docstring)."""
@@ -368,31 +215,31 @@ def make_pretrain(config: PretrainConfig, model_config: model_lib.TransformerCon
   def batches(key):
     """[(prompts, responses, mask)]: the parts whose mean token losses are summed."""
     if stage == "competence":
-      prompts, responses, mask, _ = corpus_batch(
+      prompts, responses, mask, _ = corpus.corpus_batch(
           env, env_params, key, config.batch_size, config.mixture, config.slip_rate)
       return [(prompts, responses, mask)]
     half = config.batch_size // 2
     opening_key, replay_key = jax.random.split(key)
-    skewed = corpus_batch(env, env_params, opening_key, half, config.preference_mixture, 0.0,
-                          part="opening")
-    replay = corpus_batch(env, env_params, replay_key, config.batch_size - half,
-                          config.mixture, config.slip_rate, part="continuation")
+    skewed = corpus.corpus_batch(env, env_params, opening_key, half, config.preference_mixture,
+                                 0.0, part="opening")
+    replay = corpus.corpus_batch(env, env_params, replay_key, config.batch_size - half,
+                                 config.mixture, config.slip_rate, part="continuation")
     return [skewed[:3], replay[:3]]
 
   def train_step(state, _):
     batch_key = jax.random.fold_in(state.key, state.step)
     parts = batches(batch_key)
     counts = [jnp.maximum(jnp.sum(mask), 1) for _, _, mask in parts]
-    num_micro = num_microbatches([len(part[0]) for part in parts], config.microbatch_rows)
+    num_micro = corpus.num_microbatches([len(part[0]) for part in parts], config.microbatch_rows)
     # Rows of similar length share a micro-batch, whose responses are cut to them.
-    orders = [length_order(mask, num_micro) for _, _, mask in parts]
+    orders = [corpus.length_order(mask, num_micro) for _, _, mask in parts]
     parts = [tuple(x[order] for x in part) for part, order in zip(parts, orders)]
 
     def micro_step(params, micro):
       """The loss (the sum of the parts'), the first part's token probability
       and the gradient. Each part is divided by the whole batch's count, so the
       sum over micro-batches is the batch's loss and gradient."""
-      results = [part_value_and_grad(params, model_config, *part, count, env.eos_id)
+      results = [corpus.part_value_and_grad(params, model_config, *part, count, env.eos_id)
                  for part, count in zip(micro, counts)]
       (loss, token_prob), grads = results[0]
       for (part_loss, _), part_grads in results[1:]:

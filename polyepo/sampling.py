@@ -11,7 +11,7 @@ The prompt (left-padded with config.pad_id) is prefilled in one forward pass;
 then each step samples a token from the last logits and runs the model on that
 one token against the cache. With `samples_per_prompt=N`, each of the B prompts
 is prefilled once and its cache serves its N samples (rows b * N + j of the
-B * N rollouts) as a shared prefix (`model.continuation_cache`), never copied
+B * N rollouts) as a shared prefix (`attention.continuation_cache`), never copied
 to them: the rollouts of `jnp.repeat(prompt_tokens, N, axis=0)`, to float
 rounding, for 1 / N of the prefill and of the reads of the prompt's keys and
 values at every decoding step (attention over a cache is bound by reading
@@ -25,7 +25,7 @@ are a function of its own key: a prompt draws the same samples in any batch
 (to float rounding), which lets `polyepo.evaluate` chunk its problems as the
 platform prefers without changing the evaluation. The responses' KV cache
 starts at `cache_block` slots and grows by `cache_block` slots between
-phases of the loop (`model.grow_cache`): attention reads every slot of the
+phases of the loop (`attention.grow_cache`): attention reads every slot of the
 cache, filled or not, so this reads about half the slots of a cache allocated
 at full length, with the same rollout to float rounding. `sample` is pure:
 wrap it in `jax.jit` (static: config, max_new_tokens, early_stop) and
@@ -46,7 +46,7 @@ from typing import NamedTuple, Optional, Union
 import jax
 import jax.numpy as jnp
 
-from polyepo import checks
+from polyepo import attention, checks
 from polyepo import model as model_lib
 
 Scalar = Union[float, int, jax.Array]
@@ -227,12 +227,12 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
     prompt_mask = prompt_tokens != pad
   checks.same_shape("prompt_tokens", prompt_tokens, "prompt_mask", prompt_mask)
   outputs = model_lib.forward_cached(
-      params, config, prompt_tokens, model_lib.init_cache(config, num_prompts, prompt_len),
+      params, config, prompt_tokens, attention.init_cache(config, num_prompts, prompt_len),
       prompt_mask, return_features)
   # The prompts' cache is the prefix of all their samples' (never copied to
   # them); the samples' own cache holds their response tokens.
   prefix = outputs[1]
-  cache = model_lib.continuation_cache(config, prefix, samples_per_prompt, (ends or [0])[0])
+  cache = attention.continuation_cache(config, prefix, samples_per_prompt, (ends or [0])[0])
   last_rows = lambda x: jnp.repeat(x[:, -1], samples_per_prompt, axis=0)
   # `head` is what the next token is drawn from: (logits f32[B * N, V], and the
   # features f32[B * N, d] they were computed from, or None).
@@ -272,7 +272,7 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
 
     phase_outs = []
     for start, end in zip(starts, ends):
-      cache = model_lib.grow_cache(cache, end)
+      cache = attention.grow_cache(cache, end)
       (head, cache, done), outs = jax.lax.scan(
           scan_body, (head, cache, done), jnp.arange(start, end))
       phase_outs.append(outs)
@@ -308,7 +308,7 @@ def sample(params, config: model_lib.TransformerConfig, key: jax.Array,
 
   t = jnp.zeros((), jnp.int32)
   for end in ends:
-    cache = model_lib.grow_cache(cache, end)
+    cache = attention.grow_cache(cache, end)
     t, head, cache, done, buffers = jax.lax.while_loop(
         lambda carry, end=end: (carry[0] < end) & running(carry[3]), body,
         (t, head, cache, done, buffers))

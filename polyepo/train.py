@@ -25,6 +25,7 @@ import optax
 from polyepo import accumulation, checks, estimators, losses, metrics
 from polyepo import model as model_lib
 from polyepo import parallel, sampling, splits
+from polyepo import rollouts as rollouts_lib
 from polyepo import gae as gae_lib
 from polyepo import value_head as value_head_lib
 from polyepo.env_api import DEGENERATE
@@ -237,7 +238,7 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     raise ValueError(f"prompts_per_step={config.prompts_per_step} must be divisible by the "
                      f"{mesh.shape['data']} devices of the data axis.")
   estimator = estimators.get(config.estimator)
-  setup = estimators.Setup(config, model_config, env, mesh)
+  setup = rollouts_lib.Setup(config, model_config, env, mesh)
   optimizer = make_optimizer(config)
   B, N, T = config.prompts_per_step, config.samples_per_prompt, env.max_response_len
   critic = estimator.critic
@@ -317,7 +318,7 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     reward, label = env.score(repeated, rollout.tokens)
     reward, label = reward.reshape(B, N), label.reshape(B, N)
     batch, extra_metrics = estimator.build_batch(
-        setup, estimators.Rollouts(state.params, problems, prompts, rollout, reward, label),
+        setup, rollouts_lib.Rollouts(state.params, problems, prompts, rollout, reward, label),
         subset_key, axis_name)
     per_group = lambda x: x.reshape((B, -1) + x.shape[1:])                # [B, M, ...]
     # The base model's log-probs are needed only for the KL term of the loss

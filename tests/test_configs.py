@@ -11,14 +11,16 @@ import uuid
 import pytest
 
 import envs
-from configs import base, choices, grpo, pass_at_k, poly_epo, poly_ppo, ppo, reward_shaping
+from configs import (base, choices, grpo, pass_at_k, poly_epo, poly_epo_windowed, poly_ppo, ppo,
+                     reward_shaping)
 from configs import pretrain as pretrain_config
 from experiments import build
 from polyepo import loop, model, pretrain, train
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ALGORITHMS = {"grpo": grpo, "reward_shaping": reward_shaping, "poly_epo": poly_epo,
-              "pass_at_k": pass_at_k, "ppo": ppo, "poly_ppo": poly_ppo}
+              "pass_at_k": pass_at_k, "ppo": ppo, "poly_ppo": poly_ppo,
+              "poly_epo_windowed": poly_epo_windowed}
 ALGORITHM_FIELDS = {"estimator", "lam", "objective"}  # what an algorithm file may set
 
 
@@ -255,7 +257,7 @@ def test_rl_settings_unpacks_the_dataclasses():
     ("base.report.num_samples", 0, "base: report.num_samples must be >= 1, got 0"),
     ("base.report.temperature", -0.1, "base: report.temperature must be >= 0, got -0.1"),
     ("train.estimator", "a2c", "estimator must be one of 'grpo', 'reward_shaping', 'set_rl', "
-     "'ppo', 'poly_ppo'"),
+     "'set_rl_windowed', 'ppo', 'poly_ppo'"),
 ])
 def test_a_bad_field_fails_when_unpacked_naming_it(field, value, match):
   config = poly_epo.get_config("size=smoke")

@@ -121,7 +121,7 @@ def test_pretrain_reports_the_base_model(cache, tmp_path):
 @pytest.mark.parametrize("override,message", [
     ("--config.train.set_size=4", "set_size must satisfy 1 <= set_size < samples_per_prompt=4"),
     ("--config.train.estimator=a2c", "estimator must be one of 'grpo', 'reward_shaping', "
-     "'set_rl', 'ppo', 'poly_ppo'"),
+     "'set_rl', 'set_rl_windowed', 'ppo', 'poly_ppo'"),
     ("--config.train.objective=polychromatic", "objective must be one of 'polychromic'"),
     ("--config.train.num_subsets=7", "num_subsets must be 0 (all subsets) or 1..C(N, n) = 6"),
     ("--config.train.lam=-1.0", "lam must be >= 0"),

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from polyepo import model
+from polyepo import attention, bf16, model
 
 CONFIG = model.TransformerConfig(
     vocab_size=16, width=32, num_layers=2, num_heads=4, num_kv_heads=2,
@@ -136,7 +136,7 @@ def test_cached_decoding_matches_full_forward(num_kv_heads):
   full = forward(params, config, jnp.asarray(tokens), jnp.asarray(mask))
 
   fwd = forward_cached
-  cache = model.init_cache(config, 3, prompt_len + steps)
+  cache = attention.init_cache(config, 3, prompt_len + steps)
   logits, cache = fwd(params, config, jnp.asarray(tokens[:, :prompt_len]), cache,
                       jnp.asarray(mask[:, :prompt_len]))
   pieces = [logits]
@@ -162,13 +162,13 @@ def test_a_grown_cache_decodes_as_the_full_forward(num_kv_heads):
   mask = tokens != config.pad_id
   full = forward(params, config, jnp.asarray(tokens), jnp.asarray(mask))
 
-  cache = model.init_cache(config, 3, prompt_len)
+  cache = attention.init_cache(config, 3, prompt_len)
   logits, cache = forward_cached(params, config, jnp.asarray(tokens[:, :prompt_len]), cache,
                                  jnp.asarray(mask[:, :prompt_len]))
   pieces = [logits]
   for t in range(prompt_len, prompt_len + steps):
     if t in (prompt_len, prompt_len + 3):
-      grown = model.grow_cache(cache, t + 3)
+      grown = attention.grow_cache(cache, t + 3)
       assert grown.capacity == t + 3 and int(grown.index) == int(cache.index)
       np.testing.assert_array_equal(grown.length, cache.length)
       # Keys and values [B * KV, S, D], mask [B, S]: filled slots kept.
@@ -183,14 +183,14 @@ def test_a_grown_cache_decodes_as_the_full_forward(num_kv_heads):
   cached = np.concatenate(pieces, axis=1)
   np.testing.assert_allclose(cached[mask], np.asarray(full)[mask], atol=1e-4)
   with pytest.raises(ValueError, match="cannot shrink a cache of capacity 11 to 10"):
-    model.grow_cache(cache, 10)
-  assert model.grow_cache(cache, cache.capacity) is cache
+    attention.grow_cache(cache, 10)
+  assert attention.grow_cache(cache, cache.capacity) is cache
 
 
 def test_chunked_prefill_matches_single_prefill():
   params = _params()
   tokens = _tokens(jax.random.key(4), (2, 10))
-  cache = model.init_cache(CONFIG, 2, 10)
+  cache = attention.init_cache(CONFIG, 2, 10)
   one, _ = forward_cached(params, CONFIG, tokens, cache)
   a, cache = forward_cached(params, CONFIG, tokens[:, :4], cache)
   b, _ = forward_cached(params, CONFIG, tokens[:, 4:], cache)
@@ -275,10 +275,10 @@ def test_config_rejects_bad_shapes(kwargs):
     (lambda p: model.forward(p, CONFIG, jnp.ones((2, 3), jnp.int32), jnp.ones((2, 4), bool)),
      r"tokens and mask must have the same shape, got \(2, 3\) and \(2, 4\)"),
     (lambda p: model.forward_cached(p, CONFIG, jnp.ones((2,), jnp.int32),
-                                    model.init_cache(CONFIG, 2, 8)),
+                                    attention.init_cache(CONFIG, 2, 8)),
      "tokens must have rank 2"),
     (lambda p: model.forward_cached(p, CONFIG, jnp.ones((2, 1), jnp.int32),
-                                    model.init_cache(CONFIG, 2, 8), jnp.ones((2, 2), bool)),
+                                    attention.init_cache(CONFIG, 2, 8), jnp.ones((2, 2), bool)),
      "tokens and mask must have the same shape"),
     (lambda p: model.sequence_logprobs(p, CONFIG, jnp.ones((2,), jnp.int32),
                                        jnp.ones((2, 3), jnp.int32), jnp.ones((2, 3), bool)),
@@ -302,7 +302,7 @@ def test_public_functions_name_a_bad_argument(call, match):
 
 def test_init_cache_checks_max_len():
   with pytest.raises(ValueError, match="max_len"):
-    model.init_cache(CONFIG, 2, CONFIG.max_len + 1)
+    attention.init_cache(CONFIG, 2, CONFIG.max_len + 1)
 
 
 def _bf16_round(x):
@@ -313,7 +313,7 @@ def test_bf16_matmul_values_and_gradients():
   a = jax.random.normal(jax.random.key(0), (5, 7))
   b = jax.random.normal(jax.random.key(1), (7, 3))
   g = jax.random.normal(jax.random.key(2), (5, 3))
-  out, vjp = jax.vjp(model.bf16_matmul, a, b)
+  out, vjp = jax.vjp(bf16.bf16_matmul, a, b)
   ra, rb, rg = _bf16_round(a), _bf16_round(b), _bf16_round(g)
   # float32 accumulation of bfloat16-rounded operands: float64 reference.
   np.testing.assert_allclose(out, ra @ rb, rtol=1e-5, atol=1e-5)
@@ -330,12 +330,12 @@ def test_bf16_dot_general_in_dense_layers():
   for layer in (nn.Dense(5, use_bias=False), nn.DenseGeneral((2, 5), use_bias=False),
                 nn.DenseGeneral(5, axis=(-2, -1), use_bias=False)):
     params = layer.init(jax.random.key(4), x)
-    fast = layer.clone(dot_general=model.bf16_dot_general).apply(params, x)
+    fast = layer.clone(dot_general=bf16.bf16_dot_general).apply(params, x)
     rounded = jax.tree.map(lambda p: jnp.asarray(_bf16_round(p), jnp.float32), params)
     ref = layer.apply(rounded, jnp.asarray(_bf16_round(x), jnp.float32))
     np.testing.assert_allclose(fast, ref, rtol=1e-5, atol=1e-5)
   with pytest.raises(NotImplementedError, match="dimension_numbers"):
-    model.bf16_dot_general(x, jnp.ones((4, 5)), (((1,), (0,)), ((), ())))
+    bf16.bf16_dot_general(x, jnp.ones((4, 5)), (((1,), (0,)), ((), ())))
 
 
 def test_bfloat16_matmul_dtype_close_to_float32():
@@ -358,15 +358,15 @@ def test_repeated_cache_is_the_cache_of_repeated_rows(num_kv_heads):
   tokens = np.array(_tokens(jax.random.key(4), (3, 5), config))
   tokens[1, :2] = config.pad_id
   mask = jnp.asarray(tokens != config.pad_id)
-  empty = lambda rows: model.init_cache(config, rows, 8)
+  empty = lambda rows: attention.init_cache(config, rows, 8)
   _, once = forward_cached(params, config, jnp.asarray(tokens), empty(3), mask)
   _, each = forward_cached(params, config, jnp.repeat(jnp.asarray(tokens), 4, 0), empty(12),
                            jnp.repeat(mask, 4, 0))
-  repeated = model.repeat_cache(once, 4)
+  repeated = attention.repeat_cache(once, 4)
   for a, b in zip(jax.tree.leaves(repeated), jax.tree.leaves(each)):
     assert a.shape == b.shape
     np.testing.assert_allclose(a, b, atol=1e-5)
-  assert model.repeat_cache(once, 1) is once
+  assert attention.repeat_cache(once, 1) is once
 
 
 @pytest.mark.parametrize("num_kv_heads", [1, 2])
@@ -383,9 +383,9 @@ def test_decoding_after_a_shared_prefix_matches_whole_sequences(num_kv_heads):
   responses = np.array(_tokens(jax.random.key(7), (12, 6), config))
   responses[5, 3] = config.pad_id
   response_mask = responses != config.pad_id
-  _, prefix = forward_cached(params, config, jnp.asarray(prompts), model.init_cache(config, 3, 5),
-                             jnp.asarray(prompt_mask))
-  cache = model.continuation_cache(config, prefix, 4, 6)
+  _, prefix = forward_cached(params, config, jnp.asarray(prompts),
+                             attention.init_cache(config, 3, 5), jnp.asarray(prompt_mask))
+  cache = attention.continuation_cache(config, prefix, 4, 6)
   whole_tokens = np.concatenate([np.repeat(prompts, 4, 0), responses], 1)
   whole_mask = np.concatenate([np.repeat(prompt_mask, 4, 0), response_mask], 1)
   step = jax.jit(model.forward_cached, static_argnums=1)
@@ -398,7 +398,7 @@ def test_decoding_after_a_shared_prefix_matches_whole_sequences(num_kv_heads):
     np.testing.assert_allclose(logits[real, 0], full[real, -1], atol=1e-5)
   with pytest.raises(ValueError, match="not a multiple of the prefix's 3"):
     model.forward_cached(params, config, jnp.ones((4, 1), jnp.int32),
-                         model.init_cache(config, 4, 6), prefix=prefix)
+                         attention.init_cache(config, 4, 6), prefix=prefix)
   tokens = jnp.ones((12, 1), jnp.int32)
   with pytest.raises(ValueError, match="a shared prefix is continued in a cache: pass kv"):
     model.Transformer(config).apply({"params": params}, tokens, jnp.zeros_like(tokens),

@@ -13,7 +13,7 @@ import pytest
 import envs
 from configs import pretrain as pretrain_configs
 from experiments import build
-from polyepo import forced, pretrain, splits
+from polyepo import corpus, pretrain, splits
 from polyepo import model as model_lib
 
 SMALL = dict(width=32, num_layers=1, num_heads=2)
@@ -29,7 +29,7 @@ def test_corpus_follows_mixture_over_applicable_strategies(env):
   env, params = env
   mixture = (8.0, 0, 0, 0, 0, 0, 1.0, 1.0)  # long_by_b, factor_out, karatsuba
   prompts, responses, mask, strategies = jax.jit(
-      lambda k: pretrain.corpus_batch(env, params, k, 4096, mixture, 0.0))(jax.random.key(0))
+      lambda k: corpus.corpus_batch(env, params, k, 4096, mixture, 0.0))(jax.random.key(0))
   strategies = np.asarray(strategies)
   assert set(np.unique(strategies)) <= {0, 6, 7}
   problems = splits.sample(env, jax.random.split(jax.random.key(0), 3)[0], params, 4096)
@@ -49,7 +49,7 @@ def test_corpus_follows_mixture_over_applicable_strategies(env):
 
 def test_response_mask_hand_values():
   tokens = jnp.array([[5, 6, 1, 0, 0], [1, 0, 0, 0, 0], [5, 5, 5, 5, 5]])
-  np.testing.assert_array_equal(pretrain.response_mask(tokens, eos_id=1),
+  np.testing.assert_array_equal(corpus.response_mask(tokens, eos_id=1),
                                 [[1, 1, 1, 0, 0], [1, 0, 0, 0, 0], [1, 1, 1, 1, 1]])
 
 
@@ -170,7 +170,7 @@ def test_problems_without_a_weighted_strategy_add_no_loss(env):
   env, params = env
   mixture = (0.0,) * 6 + (1.0, 0.0)  # factor_out only: applies to about half the problems
   key = jax.random.key(4)
-  _, _, mask, _ = pretrain.corpus_batch(env, params, key, 512, mixture, 0.0)
+  _, _, mask, _ = corpus.corpus_batch(env, params, key, 512, mixture, 0.0)
   problems = splits.sample(env, jax.random.split(key, 3)[0], params, 512)
   applies = np.asarray(env.applicable(problems))[:, 6]
   assert 0 < applies.mean() < 1
@@ -185,9 +185,9 @@ def test_corpus_parts_split_each_response_at_its_opening(env, part):
   here by brute force over the demonstrations), and balanced ones after it."""
   env, params = env
   key = jax.random.key(5)
-  _, responses, mask, strategies = pretrain.corpus_batch(
+  _, responses, mask, strategies = corpus.corpus_batch(
       env, params, key, 64, (1.0,) * 8, 0.0, part=part)
-  full = np.asarray(pretrain.response_mask(responses, env.eos_id))
+  full = np.asarray(corpus.response_mask(responses, env.eos_id))
   problems = splits.sample(env, jax.random.split(key, 3)[0], params, 64)
   applicable = np.asarray(env.applicable(problems))
   mask, strategies = np.asarray(mask), np.asarray(strategies)
@@ -235,30 +235,30 @@ def test_preference_stage_moves_the_first_token_and_keeps_the_rest(env):
 
 def test_num_microbatches_hand_values():
   """The fewest micro-batches that divide every part and hold <= R rows in all."""
-  assert pretrain.num_microbatches([256], 32) == 8
-  assert pretrain.num_microbatches([128, 128], 32) == 8   # 16 + 16 rows each
-  assert pretrain.num_microbatches([128, 128], 256) == 1
-  assert pretrain.num_microbatches([6], 4) == 2            # 3 rows
-  assert pretrain.num_microbatches([5], 2) == 5            # 5 is prime: 1 row
-  assert pretrain.num_microbatches([7, 14], 5) == 7        # 1 + 2 rows
-  assert pretrain.num_microbatches([12, 12], 100) == 1
+  assert corpus.num_microbatches([256], 32) == 8
+  assert corpus.num_microbatches([128, 128], 32) == 8   # 16 + 16 rows each
+  assert corpus.num_microbatches([128, 128], 256) == 1
+  assert corpus.num_microbatches([6], 4) == 2            # 3 rows
+  assert corpus.num_microbatches([5], 2) == 5            # 5 is prime: 1 row
+  assert corpus.num_microbatches([7, 14], 5) == 7        # 1 + 2 rows
+  assert corpus.num_microbatches([12, 12], 100) == 1
 
 
 def test_the_default_micro_batch_follows_the_platform(monkeypatch):
   """microbatch_rows=0: 32 rows per micro-batch on a CPU, the whole batch elsewhere."""
   monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
-  assert pretrain.num_microbatches([128, 128], 0) == 8
+  assert corpus.num_microbatches([128, 128], 0) == 8
   monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
-  assert pretrain.num_microbatches([128, 128], 0) == 1
+  assert corpus.num_microbatches([128, 128], 0) == 1
 
 
 def test_cut_lengths_and_trained_ends_hand_values():
-  assert pretrain.LENGTH_STEP == 8
-  assert pretrain.cut_lengths(64) == (8, 16, 24, 32, 40, 48, 56, 64)
-  assert pretrain.cut_lengths(20) == (8, 16, 20)
-  assert pretrain.cut_lengths(5) == (5,)
+  assert corpus.LENGTH_STEP == 8
+  assert corpus.cut_lengths(64) == (8, 16, 24, 32, 40, 48, 56, 64)
+  assert corpus.cut_lengths(20) == (8, 16, 20)
+  assert corpus.cut_lengths(5) == (5,)
   mask = jnp.array([[0, 0, 0, 0], [1, 0, 0, 0], [0, 1, 1, 0], [1, 0, 1, 1]], bool)
-  np.testing.assert_array_equal(pretrain.trained_ends(mask), [0, 1, 3, 4])
+  np.testing.assert_array_equal(corpus.trained_ends(mask), [0, 1, 3, 4])
 
 
 def test_length_order_gives_each_micro_batch_a_block_of_lengths():
@@ -266,11 +266,11 @@ def test_length_order_gives_each_micro_batch_a_block_of_lengths():
   the c-th block of rows sorted by trained length."""
   ends = np.array([5, 1, 3, 0, 2, 4])
   mask = np.arange(6)[None, :] < ends[:, None]
-  order = np.asarray(pretrain.length_order(jnp.asarray(mask), 2))
+  order = np.asarray(corpus.length_order(jnp.asarray(mask), 2))
   assert sorted(order) == list(range(6))
   np.testing.assert_array_equal(ends[order][0::2], [0, 1, 2])
   np.testing.assert_array_equal(ends[order][1::2], [3, 4, 5])
-  np.testing.assert_array_equal(pretrain.length_order(jnp.asarray(mask), 1),
+  np.testing.assert_array_equal(corpus.length_order(jnp.asarray(mask), 1),
                                 np.argsort(ends))
 
 
@@ -283,8 +283,8 @@ def test_part_value_and_grad_is_the_loss_on_whole_responses(env, last_trained):
   env, params = env
   mc = pretrain.model_config_for(env, **SMALL)
   model_params = model_lib.init_params(jax.random.key(1), mc)
-  prompts, responses, real, _ = pretrain.corpus_batch(env, params, jax.random.key(2), 6,
-                                                      (1.0,) * 8, 0.1)
+  prompts, responses, real, _ = corpus.corpus_batch(env, params, jax.random.key(2), 6,
+                                                    (1.0,) * 8, 0.1)
   t = responses.shape[1]
   # Responses run to the end (no EOS) where a trained token sits past the EOS.
   responses = responses.at[0].set(jnp.full(t, responses[0, 0]))
@@ -297,12 +297,12 @@ def test_part_value_and_grad_is_the_loss_on_whole_responses(env, last_trained):
 
   def whole(p):
     logp = model_lib.sequence_logprobs(p, mc, prompts, responses,
-                                       pretrain.response_mask(responses, env.eos_id))
+                                       corpus.response_mask(responses, env.eos_id))
     logp = jnp.where(mask, logp, 0.0)
     return -jnp.sum(logp) / count, jnp.sum(jnp.where(mask, jnp.exp(logp), 0.0)) / count
 
-  (loss, prob), grads = pretrain.part_value_and_grad(model_params, mc, prompts, responses, mask,
-                                                     count, env.eos_id)
+  (loss, prob), grads = corpus.part_value_and_grad(model_params, mc, prompts, responses, mask,
+                                                   count, env.eos_id)
   (want_loss, want_prob), want_grads = jax.value_and_grad(whole, has_aux=True)(model_params)
   close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
   close(loss, want_loss)

@@ -68,6 +68,7 @@ ESTIMATORS = {
     "poly_epo_sampled": dict(estimator="set_rl", objective="polychromic", num_subsets=16),
     "ppo": dict(estimator="ppo"),
     "poly_ppo": dict(estimator="poly_ppo", objective="polychromic"),
+    "poly_epo_windowed": dict(estimator="set_rl_windowed", objective="polychromic"),
 }
 SLOW_ESTIMATORS = ("grpo", "poly_epo_sampled", "ppo", "poly_ppo")  # over 20 s each on 2 cores
 
@@ -277,7 +278,7 @@ def test_microbatch_groups_fit_the_rows():
 
 @pytest.mark.parametrize("change,match", [
     (dict(estimator="a2c"), "estimator must be one of 'grpo', 'reward_shaping', 'set_rl', "
-     "'ppo', 'poly_ppo'"),
+     "'set_rl_windowed', 'ppo', 'poly_ppo'"),
     (dict(objective="polychromatic"), "objective must be one of 'polychromic'"),
     (dict(set_size=4), "set_size must satisfy 1 <= set_size < samples_per_prompt=4"),
     (dict(set_size=0), "set_size must satisfy"),
