@@ -186,8 +186,8 @@ RESUMABLE_CHANGES = ("run.seed_batch_size", "run.num_devices", "train.microbatch
                          f"base.pretrain.{name}" for name in pretrain.COMPUTE_FIELDS)
 # Fields a resumed run may raise: a run resumed with more steps continues from
 # its last checkpoint, and its steps are those of a run started with the longer
-# length (the learning-rate schedule, `polyepo.train.make_optimizer`, does not depend on
-# it), so a finished run can be extended.
+# length (the learning-rate schedule, `polyepo.train.make_optimizer`, does not
+# depend on it), so a finished run can be extended.
 EXTENDABLE = ("train.num_steps",)
 
 

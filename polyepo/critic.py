@@ -66,8 +66,9 @@ def batch(set_objective: bool, setup: rollouts_lib.Setup, rollouts: rollouts_lib
     reward, label = cat(reward, per_group(vine_reward)), cat(label, per_group(vine_label))
     states_valid = cat(states_valid, states.valid)
   tokens, mask, loss_mask = (shard_prompts(x, mesh) for x in (tokens, mask, loss_mask))
-  old_logp = per_group(rollouts_lib.rollout_logprobs(setup, params, prompts, tokens.reshape(B * M, T),
-                                        mask.reshape(B * M, T), old_logp.reshape(B * M, T), M))
+  old_logp = per_group(rollouts_lib.rollout_logprobs(
+      setup, params, prompts, tokens.reshape(B * M, T), mask.reshape(B * M, T),
+      old_logp.reshape(B * M, T), M))
   old_logp = jnp.where(loss_mask, old_logp, 0.0)
   old_values = jnp.where(loss_mask, old_values, 0.0)
   groups = jax.vmap(functools.partial(

@@ -3,7 +3,7 @@
 One entry per estimator, in `REGISTRY`, each declaring what it needs and
 building its batch from the step's rollouts (rollouts -> advantages, and for a
 critic value targets -> metrics); `polyepo.train.make_train` reads the entry
-and never the name. Two families are built from small pieces:
+and never the name. The entries are built from small pieces:
 
   group_estimator(name, advantage)       per-prompt advantages from the group's
                                          rewards and strategy labels (GRPO,
@@ -36,8 +36,6 @@ from polyepo.parallel import shard_prompts
 from polyepo.rollouts import Rollouts, Setup, check_set_objective, masked_std, rollout_logprobs
 
 Batch = Dict[str, jax.Array]   # name -> [B, M, ...]: tokens, mask, loss_mask, old_logp, advantages
-
-
 BuildBatch = Callable[[Setup, Rollouts, jax.Array, Optional[str]],
                       Tuple[Batch, Dict[str, jax.Array]]]
 GroupAdvantage = Callable[..., jax.Array]

@@ -286,7 +286,8 @@ def train_and_evaluate(config: train.TrainConfig, model_config, env, env_params,
     workdir: run directory.
     settings: host-side settings.
     resume, overwrite: what to do with an existing workdir.
-    config_record: JSON-able config written to workdir/config.json.
+    config_record: JSON-able config written to workdir/config.json (an entry
+      point checks a resumed run's against it first, `experiments.build.check_resumable`).
     mesh: optional mesh with a `data` axis (see train.make_train).
     progress: show a tqdm progress bar.
 

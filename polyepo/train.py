@@ -44,8 +44,10 @@ class TrainConfig:
   Attributes:
     estimator: a `polyepo.estimators.REGISTRY` name: "grpo",
       "reward_shaping", "set_rl" (Poly-EPO with the polychromic objective),
-      "ppo" (GAE from a critic) or "poly_ppo" (set advantages at rollout
-      states, GAE elsewhere; note §6.1), or one registered since.
+      "set_rl_windowed" (its set advantage on each response's first step
+      only), "ppo" (GAE from a critic) or "poly_ppo" (set advantages at
+      rollout states, GAE elsewhere; note §6.1); or 'package.module:ATTRIBUTE'
+      naming an `Estimator` defined outside the package.
     normalize: grpo / reward_shaping: divide by the group's reward std (False
       is Dr. GRPO); set_rl: standardise each prompt's marginal advantages;
       ppo / poly_ppo: standardise each set's advantages and the step's GAE
@@ -127,9 +129,9 @@ class TrainConfig:
   vine_window: int = 2
   vine_selection: str = "uniform"
 
-
   def __post_init__(self):
     validate(self)
+
 
 def validate(config: TrainConfig) -> None:
   """Raises ValueError naming the field and the valid choices or range, before compiling.

@@ -25,9 +25,10 @@ def test_a_wrong_response_with_a_new_strategy_is_credited_for_its_choice_not_its
   """Three correct responses of strategy 0 and a wrong one of strategy 1, T = 6 tokens,
   each with a step boundary at position 2 (the wrong one's also at 4) but the
   third, which ends at 4 and has none; sets of n = 3. The wrong response alone
-  adds diversity to its sets (each scores 2/3 · 2/3 against 1/3 without it): its first step (tokens 0-1) gets the positive set advantage, its
-  remaining tokens the negative reward advantage; a response with no boundary is
-  all first step; padding gets 0."""
+  adds diversity to its sets (each scores 2/3 · 2/3 against 1/3 without it): its
+  first step (tokens 0-1) gets the positive set advantage, its remaining tokens
+  the negative reward advantage; a response with no boundary is all first step;
+  padding gets 0."""
   rewards = jnp.array([1., 1., 1., 0.])
   labels = jnp.array([0, 0, 0, 1])
   boundaries = np.zeros((4, 6), bool)
