@@ -298,6 +298,11 @@ def train_and_evaluate(config: train.TrainConfig, model_config, env, env_params,
 
   validate(settings, config)
   prepare_workdir(workdir, resume, overwrite)
+  trained = _last_step(os.path.join(workdir, "train.jsonl")) if resume else -1
+  if trained > config.num_steps:  # checked before config.json is rewritten
+    raise ValueError(f"Run directory {workdir!r} has trained {trained} steps, more than "
+                     f"num_steps={config.num_steps}: num_steps may only grow (the run is "
+                     f"extended); resume it with num_steps >= {trained}.")
   if config_record is not None:
     writers.write_json_atomically(os.path.join(workdir, "config.json"), config_record)
 

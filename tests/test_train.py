@@ -587,6 +587,7 @@ def test_an_extended_run_matches_a_run_started_longer(setup, tmp_path):
   assert [r["step"] for r in _records(tmp_path / "extended" / "eval.jsonl")] == [0, 2, 4]
   with pytest.raises(ValueError, match="may only grow"):
     run(dataclasses.replace(RESUME, num_steps=2), tmp_path / "extended", resume=True)
+  assert json.load(open(tmp_path / "extended" / "config.json"))["train"]["num_steps"] == 4
   run(RESUME, tmp_path / "extended", resume=True)
   full = _final_params(tmp_path / "full", setup, RESUME)
   extended = _final_params(tmp_path / "extended", setup, RESUME)
