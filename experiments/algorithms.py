@@ -47,12 +47,19 @@ ALGORITHMS = (
 )
 BY_LABEL = {a.label: a for a in ALGORITHMS}
 ORDER = tuple(BY_LABEL)
-BASE = ALGORITHMS[0].label
 # Knobs newer than some archived runs, with the value those runs trained with
 # (polyepo.train.TrainConfig's default; tests/test_tuning.py checks they agree).
 KNOB_DEFAULTS = {"normalize_over": "prompt"}
-_OBJECTIVE_NAMES = {"polychromic": "Poly-EPO", "mean_reward": "Set RL mean reward",
-                    "srl": "Set RL f_srl"}
+# Names of the set objectives no set-RL row of ALGORITHMS names.
+_OBJECTIVE_NAMES = {"mean_reward": "Set RL mean reward", "srl": "Set RL f_srl"}
+
+
+def _objective_name(objective: str) -> str:
+  """The label of set RL with `objective`: its ALGORITHMS row's, else a made-up one."""
+  for algorithm in ALGORITHMS:
+    if algorithm.train == {"estimator": "set_rl", "objective": objective}:
+      return algorithm.label
+  return _OBJECTIVE_NAMES.get(objective, f"Set RL {objective}")
 
 
 def label_of(train: Dict[str, Any]) -> str:
@@ -61,7 +68,7 @@ def label_of(train: Dict[str, Any]) -> str:
   for algorithm in ALGORITHMS[1:]:
     if all(train.get(k) == v for k, v in algorithm.train.items()):
       return algorithm.label
-  objective = _OBJECTIVE_NAMES.get(train.get("objective"), f"Set RL {train.get('objective')}")
+  objective = _objective_name(train.get("objective"))
   if train["estimator"] == "set_rl":
     return objective
   if train["estimator"] == "poly_ppo":

@@ -79,8 +79,8 @@ from polyepo import splits
 _OUT = flags.DEFINE_string("out", None, "Output directory (default: <first SWEEP_DIR>/report).",
                            allow_override=True)
 _ARCHIVE = flags.DEFINE_bool("archive", False, "Also copy the run records (config.json, "
-                             "train.jsonl, eval.jsonl, sweep.jsonl) to OUT/<sweep name>/, so "
-                             "that OUT alone regenerates the report.", allow_override=True)
+                             "train.jsonl and eval.jsonl gzipped, sweep.jsonl) to "
+                             "OUT/<sweep name>/, so that OUT alone regenerates the report.", allow_override=True)
 
 
 INTRO = (

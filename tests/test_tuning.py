@@ -47,6 +47,8 @@ def test_labels_of_every_algorithm():
   assert label("set_rl", "polychromic_correct_only") == "Poly-EPO (correct-only diversity)"
   assert label("ppo") == "PPO" and label("poly_ppo") == "Poly-PPO"
   assert label("poly_ppo", "mean_reward") == "Poly-PPO (Set RL mean reward)"
+  assert label("poly_ppo", "pass_at_n") == "Poly-PPO (Set RL pass@n)"
+  assert label("set_rl", "srl") == "Set RL f_srl"
 
 
 def test_choose_takes_the_best_validation_pass_at_1():
