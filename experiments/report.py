@@ -80,7 +80,8 @@ _OUT = flags.DEFINE_string("out", None, "Output directory (default: <first SWEEP
                            allow_override=True)
 _ARCHIVE = flags.DEFINE_bool("archive", False, "Also copy the run records (config.json, "
                              "train.jsonl and eval.jsonl gzipped, sweep.jsonl) to "
-                             "OUT/<sweep name>/, so that OUT alone regenerates the report.", allow_override=True)
+                             "OUT/<sweep name>/, so that OUT alone "
+                             "regenerates the report.", allow_override=True)
 
 
 INTRO = (

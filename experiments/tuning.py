@@ -43,7 +43,8 @@ _OUT = flags.DEFINE_string("out", None, "Output directory (default: <first SWEEP
                            allow_override=True)
 _ARCHIVE = flags.DEFINE_bool("archive", False, "Also copy the run records (config.json, "
                              "train.jsonl and eval.jsonl gzipped, sweep.jsonl) to "
-                             "OUT/<sweep name>/, so that OUT alone regenerates tuning.md and chosen.json.",
+                             "OUT/<sweep name>/, so that OUT alone "
+                             "regenerates tuning.md and chosen.json.",
                              allow_override=True)
 
 COLUMNS = (("validation pass@1", "pass@1"), ("validation distinct correct", "distinct_correct"))
