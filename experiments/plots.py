@@ -121,7 +121,7 @@ def plot_distinct_correct(runs, domains, path, window=10):
       values = np.array([r["distinct_correct_strategies/seeds"] for r in run.train])  # [T, S]
       mean = _smooth(values.mean(1), window)
       ax.plot([r["step"] for r in run.train], mean, label=label, color=_color(label), lw=2)
-      evals = run.evals
+      evals = [e for e in run.evals if "test" in e]   # a validation-only run has none
       ax.plot([e["step"] for e in evals],
               [e["test"]["mean"]["distinct_correct_strategies"] for e in evals], "s--",
               color=_color(label), alpha=0.6, ms=5)
@@ -131,13 +131,17 @@ def plot_distinct_correct(runs, domains, path, window=10):
     ax.grid(alpha=0.3)
   axes[0, 0].legend(fontsize=8)
   n = runs[0].config["train"]["samples_per_prompt"]
-  samples = int(runs[0].evals[-1]["test"]["mean"]["num_samples"])
+  tested = [e["test"]["mean"] for r in runs for e in r.evals if "test" in e]
+  squares = (f"; squares: test evaluation ({int(tested[0]['num_samples'])} samples)"
+             if tested else "")
   _save(fig, path, f"Distinct correct strategies per prompt\nlines: training rollouts ({n} per "
-        f"prompt, {window}-step mean); squares: test evaluation ({samples} samples)")
+        f"prompt, {window}-step mean){squares}")
 
 
 def _strategy_names(rows):
-  return list(next(iter(rows.values()))["record"]["test"]["mean"]["strategy_share"])
+  record = next(iter(rows.values()))["record"]
+  split = next(s for s in ("test",) + splits.EVAL_SPLITS if s in record)
+  return list(record[split]["mean"]["strategy_share"])
 
 
 def plot_strategy_shares(runs, domains, path, window=5):

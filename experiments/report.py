@@ -15,6 +15,11 @@ Reads every run under SWEEP_DIR/runs/ (config.json, eval.jsonl, train.jsonl;
                         (`experiments.tables`); the papers' claims checked, the
                         same claims for Poly-PPO against PPO, and reward shaping
                         at every λ swept against Poly-EPO (`experiments.claims`);
+                        the strategy mixture each row's objective would choose
+                        given forced accuracies, and what it predicts
+                        (`experiments.optimum`); the critics' explained
+                        variance beside the most any critic could explain
+                        (`experiments.critics`);
                         then each sweep's command, commit, machine and wall time
                         (`experiments.archive`).
   summary.json          the same numbers and every claim's verdict with the paired
@@ -62,7 +67,7 @@ from typing import List, Sequence
 
 from absl import app, flags
 
-from experiments import cli, stats
+from experiments import cli, critics, optimum, stats
 from experiments.archive import archive_sweeps, sweep_info, unfinished
 from experiments.claims import bullets, claims, critic_claims, lambda_table
 from experiments.records import (DISCOVERY_SHARE, DOMAIN_TITLES, RARE_SHARE, RunRecord,
@@ -163,6 +168,8 @@ def markdown(runs: List[RunRecord], sweep_dirs: Sequence[str]) -> str:
     if sources:
       lines += [f"### {title} — where each pass@1 difference to GRPO comes from (`test`)", "",
                 SOURCES_NOTE, "", sources, ""]
+    lines += optimum.section(rows, title)
+    lines += critics.section(rows, title)
   lines += ["## Sweeps", ""] + sweep_info(sweep_dirs) + [""]
   return "\n".join(lines)
 

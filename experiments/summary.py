@@ -3,16 +3,19 @@
   text = summary.summary_json(records.load_runs(sweep_dirs))
 
 {domain: {algorithm key: {split: {metric: {"mean", "ci_low", "ci_high",
-"seeds"}}, "strategy_share": {...}}, "claims": [...]}}: every row of report.md
-with a key in `experiments.algorithms`, the base model's "forced_accuracy", and every
-claim of report.md with its verdict and the paired interval it rests on
-(`experiments.claims`); numbers rounded to `tables.DECIMALS`, keys sorted.
+"seeds"}}, "strategy_share": {...}}, "claims": [...], "predicted_optimum": {...},
+"critic": {...}}}: every row of report.md with a key in `experiments.algorithms`, the
+base model's "forced_accuracy", every claim of report.md with its verdict and the
+paired interval it rests on (`experiments.claims`), the optimal strategy mixtures'
+predicted pass@1, distinct correct and shares beside the measured ones
+(`experiments.optimum`), and the critics' explained variance beside its bound
+(`experiments.critics`); numbers rounded to `tables.DECIMALS`, keys sorted.
 """
 
 import json
 from typing import Any, Dict, List
 
-from experiments import algorithms
+from experiments import algorithms, critics, optimum
 from experiments.claims import claims, critic_claims, lambda_table
 from experiments.records import RunRecord, num_seeds, select_rows, value
 from experiments.tables import PASS_KS, rounded
@@ -26,7 +29,9 @@ def summary(runs: List[RunRecord]) -> Dict[str, Any]:
   model also has "forced_accuracy" (test) when recorded. Rows without an
   entry in `algorithms.ALGORITHMS` are left out; so are metrics not evaluated (pass@k for k
   above the samples). "claims" holds report.md's claims in its order
-  (`Claim.to_json`: statement, verdict and the paired interval it rests on)."""
+  (`Claim.to_json`: statement, verdict and the paired interval it rests on);
+  "predicted_optimum" holds `optimum.summary` (absent without a row to predict), "critic"
+  `critics.summary` (absent without a row with a critic)."""
   out = {}
   for domain in sorted({r.domain for r in runs}):
     rows = select_rows(runs, domain)
@@ -59,6 +64,12 @@ def summary(runs: List[RunRecord]) -> Dict[str, Any]:
     if shaping:
       judged.append(shaping[1])
     out[domain]["claims"] = [claim.to_json() for claim in judged]
+    predicted = optimum.summary(rows)
+    if predicted:
+      out[domain]["predicted_optimum"] = predicted
+    critic = critics.summary(rows)
+    if critic:
+      out[domain]["critic"] = critic
   return out
 
 

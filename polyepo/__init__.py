@@ -27,6 +27,7 @@ _SUBMODULES = (
     "loop",
     "losses",
     "metrics",
+    "mixtures",
     "model",
     "objectives",
     "parallel",

@@ -10,11 +10,12 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from polyepo import checks, poly_ppo
+from polyepo import checks, objectives, poly_ppo
 from polyepo import gae as gae_lib
 from polyepo import rollouts as rollouts_lib
 from polyepo import value_head as value_head_lib
 from polyepo import vines as vines_lib
+from polyepo.env_api import DEGENERATE
 from polyepo.parallel import shard_prompts
 
 
@@ -81,14 +82,25 @@ def batch(set_objective: bool, setup: rollouts_lib.Setup, rollouts: rollouts_lib
   advantages = poly_ppo.token_advantages(groups, loss_mask, config.normalize)
   batch = dict(tokens=tokens, mask=mask, loss_mask=loss_mask, old_logp=old_logp,
                advantages=advantages, old_values=old_values, returns=groups.returns)
+  root_explained, root_bound = gae_lib.state_explained_variance(
+      old_values[:, :N, 0], reward[:, :N].astype(jnp.float32), jnp.ones((B, N), bool))
   step_metrics = dict(
       explained_variance=gae_lib.explained_variance(old_values, groups.returns, loss_mask),
+      explained_variance_root=root_explained, explained_variance_root_bound=root_bound,
       advantage_std=rollouts_lib.masked_std(advantages, loss_mask))
   if set_objective:
     in_window, other = loss_mask & groups.window, loss_mask & ~groups.window
     vine_mask = loss_mask[:, N:]
     vine_valid = jnp.any(vine_mask, axis=-1)
+    by_state = lambda x: x.reshape((B * K, N_v) + x.shape[2:])            # [B*K, N_v, ...]
+    state_values = jnp.take_along_axis(by_state(old_values[:, N:]),
+                                       by_state(start[:, N:])[:, :, None], axis=-1)[..., 0]
+    state_explained, state_bound = gae_lib.state_explained_variance(
+        state_values, by_state(reward[:, N:]).astype(jnp.float32), by_state(vine_valid))
     step_metrics.update(
+        explained_variance_states=state_explained, explained_variance_states_bound=state_bound,
+        root_strategies=mean_strategies(label[:, :N], jnp.ones((B, N), bool)),
+        vine_strategies=mean_strategies(by_state(label[:, N:]), by_state(vine_valid)),
         rollout_states=jnp.mean(jnp.sum(states_valid, axis=1)),   # the prompt included
         vine_tokens=jnp.sum(vine_mask),
         vine_reward=jnp.sum(reward[:, N:] * vine_valid) / jnp.maximum(jnp.sum(vine_valid), 1),
@@ -96,6 +108,14 @@ def batch(set_objective: bool, setup: rollouts_lib.Setup, rollouts: rollouts_lib
         advantage_std_other=rollouts_lib.masked_std(advantages, other),
         rollout_token_share=jnp.sum(in_window) / jnp.maximum(jnp.sum(loss_mask), 1))
   return batch, step_metrics
+
+
+def mean_strategies(labels: jax.Array, valid: jax.Array) -> jax.Array:
+  """Distinct strategies among each state's valid responses, averaged over the states
+  with any. labels: i32[S, R]; valid: bool[S, R] -> f32[]."""
+  distinct = jax.vmap(objectives.num_distinct_strategies)(jnp.where(valid, labels, DEGENERATE))
+  has_any = jnp.any(valid, axis=1)
+  return jnp.sum(jnp.where(has_any, distinct, 0)) / jnp.maximum(jnp.sum(has_any), 1)
 
 
 def check(config) -> None:

@@ -132,3 +132,46 @@ def explained_variance(values: jax.Array, returns: jax.Array, mask: jax.Array) -
   var_returns = variance(returns)
   return jnp.where(var_returns > 0, 1.0 - variance(returns - values) / jnp.maximum(var_returns, 1e-12),
                    0.0)
+
+
+def state_explained_variance(values: jax.Array, returns: jax.Array,
+                             valid: jax.Array) -> Tuple[jax.Array, jax.Array]:
+  """The critic's explained variance at sampled states, and the most any critic can reach.
+
+  Each row is one state s with R responses sampled from it (a prompt's roots, or
+  a rollout state's vines); every response's return is a draw of G ~ π(·|s). The
+  best critic predicts V*(s) = E[G | s] and still misses Var(G | s), so no critic
+  explains more than
+
+    bound = 1 - E_s[Var(G | s)] / Var(G),
+
+  estimated with each state's unbiased within-state variance (states with at
+  least two valid responses, weighted by their responses). A bound far below 1
+  says the outcome is not yet decided at those states: a weak critic there is
+  the domain's noise, not the critic's fault.
+
+  Args:
+    values: f32[S, R], the critic's V(s) as read by each response (equal along a
+      row for a perfect cache; each response's own reading is used).
+    returns: f32[S, R], each response's return from s.
+    valid: bool[S, R], the responses that exist.
+
+  Returns:
+    (explained variance f32[], bound f32[]); both 0 when the returns are constant.
+  """
+  checks.rank("values", values, 2)
+  checks.same_shape("values", values, "returns", returns)
+  checks.same_shape("values", values, "valid", valid)
+  explained = explained_variance(values, returns, valid)
+  m = valid.astype(jnp.float32)
+  count = jnp.sum(m)
+  mean = jnp.sum(returns * m) / jnp.maximum(count, 1.0)
+  total = jnp.sum(jnp.square(returns - mean) * m) / jnp.maximum(count, 1.0)
+  per_state = jnp.sum(m, axis=1)
+  state_mean = jnp.sum(returns * m, axis=1) / jnp.maximum(per_state, 1.0)
+  within = jnp.sum(jnp.square(returns - state_mean[:, None]) * m, axis=1) / jnp.maximum(
+      per_state - 1.0, 1.0)
+  weight = jnp.where(per_state >= 2, per_state, 0.0)
+  expected_within = jnp.sum(within * weight) / jnp.maximum(jnp.sum(weight), 1.0)
+  bound = jnp.where(total > 0, 1.0 - expected_within / jnp.maximum(total, 1e-12), 0.0)
+  return explained, bound

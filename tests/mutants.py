@@ -349,6 +349,12 @@ MUTANTS = (
            ("tests/test_estimators.py",),
            "windowed Poly-EPO credits the strategy choice with the reward advantage and the "
            "execution with the set advantage"),
+    Mutant("critic_bound_biased_within_variance", "polyepo/gae.py",
+           "per_state - 1.0, 1.0)",
+           "per_state, 1.0)",
+           ("tests/test_gae.py",),
+           "the critic's explained-variance bound uses each state's biased (plug-in) variance, "
+           "so it credits a critic with more than any critic can explain"),
 )
 
 

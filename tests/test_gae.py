@@ -95,3 +95,27 @@ def test_explained_variance():
   # V = 0: Var(R - V) = Var(R) -> 0; V = 1 - R: Var(2R - 1) = 4 Var(R) -> -3.
   assert float(gae_lib.explained_variance(1.0 - returns, returns, mask)) == pytest.approx(-3.0)
   assert float(gae_lib.explained_variance(returns, jnp.ones(5), mask)) == 0.0
+
+
+def test_state_explained_variance_and_its_bound_by_hand():
+  valid = jnp.ones((2, 4), bool)
+  # Outcomes decided by the state: the bound is 1, and the state means reach it.
+  decided = jnp.array([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]])
+  explained, bound = gae_lib.state_explained_variance(decided, decided, valid)
+  assert (float(explained), float(bound)) == pytest.approx((1.0, 1.0))
+  # Each state 3:1 / 1:3. Var(G) = 1/4; each state's unbiased variance is
+  # (3·(1/4)² + (3/4)²)/3 = 1/4, so the bound is 1 − (1/4)/(1/4) = 0; the in-sample
+  # means V = 3/4, 1/4 leave Var(G − V) = 3/16: explained 1 − (3/16)/(1/4) = 1/4.
+  mixed = jnp.array([[1.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+  means = jnp.array([[0.75] * 4, [0.25] * 4])
+  explained, bound = gae_lib.state_explained_variance(means, mixed, valid)
+  assert (float(explained), float(bound)) == pytest.approx((0.25, 0.0))
+  # A state with one valid response adds to Var(G) but not to the within-state term:
+  # rows [1, 0] (unbiased variance 1/2) and [1, –]: Var(G) over {1, 0, 1} = 2/9,
+  # bound = 1 − (1/2)/(2/9) = −5/4 (an estimate, unclipped).
+  rows = jnp.array([[1.0, 0.0], [1.0, 0.0]])
+  some = jnp.array([[True, True], [True, False]])
+  _, bound = gae_lib.state_explained_variance(jnp.zeros((2, 2)), rows, some)
+  assert float(bound) == pytest.approx(1.0 - 0.5 / (2.0 / 9.0))
+  _, flat = gae_lib.state_explained_variance(jnp.zeros((2, 2)), jnp.ones((2, 2)), valid[:, :2])
+  assert float(flat) == 0.0

@@ -16,7 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from polyepo import poly_ppo, theory
+from polyepo import critic, poly_ppo, theory
+from polyepo.env_api import DEGENERATE
 
 P1 = np.array([0.6, 0.4])
 Q = np.array([[0.5, 0.3, 0.2], [0.1, 0.6, 0.3]])
@@ -163,3 +164,11 @@ def test_ppo_has_no_windows_and_the_group_is_vmappable():
     one = fn(batch["rewards"][b], batch["labels"][b], batch["values"][b], mask[b], bounds[b],
              start[b], keys[b])
     jax.tree.map(lambda x, y: np.testing.assert_allclose(x[b], y, atol=1e-5), got, one)
+
+
+def test_distinct_strategies_per_state_count_valid_labelled_responses_only():
+  labels = jnp.array([[0, 0, 1, DEGENERATE], [2, 2, 2, 2], [3, 1, 0, 2]])
+  valid = jnp.array([[True, True, True, True], [True, True, False, False],
+                     [False, False, False, False]])
+  # 2 strategies (DEGENERATE adds none), then 1; the third state has no valid vine.
+  assert float(critic.mean_strategies(labels, valid)) == pytest.approx(1.5)

@@ -68,6 +68,7 @@ def test_report_tables_follow_the_run_directories(tiny_sweep, tmp_path):
   assert "| Base (step 0) | 2 | 0 |" in text
   assert "the papers' claims" in text and "needs Base, GRPO and Poly-EPO" in text
   assert "— discovery" in text and "| strategy | family |" in text
+  assert "— the price of diversity, predicted (`test`)" in text   # GRPO's row
   assert "## Sweeps" in text
 
 
@@ -79,7 +80,9 @@ def test_summary_json_holds_the_final_evaluations(tiny_sweep, tmp_path):
   final = _final(sweep_dir, "grpo-smoke")
   domain = json.load(open(sweep_dir / "runs" / "grpo-smoke" / "config.json"))["domain"]
   assert list(summary) == [domain]
-  assert set(summary[domain]) == {"base", "grpo", "reward_shaping", "claims"}
+  assert set(summary[domain]) == {"base", "grpo", "reward_shaping", "claims",
+                                  "predicted_optimum"}
+  assert list(summary[domain]["predicted_optimum"]) == ["grpo"]   # tests/test_optimum.py
   # No Poly-EPO run: the claims are listed as not evaluated, as in report.md.
   assert summary[domain]["claims"] == [{"statement": "the papers' claims",
                                         "verdict": "not evaluated"}]

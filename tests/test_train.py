@@ -432,7 +432,10 @@ def test_poly_ppo_with_vines_on_a_real_domain_is_deterministic_and_logs_its_stat
   s2, m2 = run_chunk(state, base)
   jax.tree.map(np.testing.assert_array_equal, (s1, m1), (s2, m2))
   for name in ("value_loss", "explained_variance", "advantage_std_rollout",
-               "advantage_std_other", "vine_tokens", "rollout_states", "vine_reward"):
+               "advantage_std_other", "vine_tokens", "rollout_states", "vine_reward",
+               "explained_variance_root", "explained_variance_root_bound",
+               "explained_variance_states", "explained_variance_states_bound",
+               "root_strategies", "vine_strategies"):
     assert np.all(np.isfinite(m1[name])), name
   states = np.asarray(m1["rollout_states"])
   assert ((states >= 1) & (states <= 3)).all() and states.max() > 1, states
