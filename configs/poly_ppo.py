@@ -4,12 +4,15 @@ elsewhere (see configs/base.py for the fields).
 
 Default cost: K = 2 states x N_v = 8 vines per prompt add 16 responses to the
 N = 16 roots, each a continuation (shorter than a root); the critic reads the
-sampler's features, so the values cost no forward pass. Measured at equal root
-batch: about 2.2 Poly-EPO steps (`python -m bench.train_step --poly-ppo`).
+sampler's features and the policy's surprise at the tokens so far (value_model
+"surprise", as for configs/ppo.py), so the values cost no forward pass. Measured
+at equal root batch: about 2.2 Poly-EPO steps (`python -m bench.train_step
+--poly-ppo`).
 """
 
 from configs import base
 
 
 def get_config(arg=None):
-  return base.get_config(arg, name="poly_ppo", estimator="poly_ppo", objective="polychromic")
+  return base.get_config(arg, name="poly_ppo", estimator="poly_ppo", objective="polychromic",
+                         value_model="surprise")

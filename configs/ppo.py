@@ -1,8 +1,14 @@
 """PPO with a critic: GAE from a value head, no vines, no set objective (the standard-RL
-baseline of note §6.1; see configs/base.py for the fields)."""
+baseline of note §6.1; see configs/base.py for the fields).
+
+The critic reads the policy's surprise besides its hidden states (value_model
+"surprise", `polyepo.value_head`): it explains several times more of the returns'
+variance than a head on the hidden states alone (docs/method.md, "How good a
+critic can be here").
+"""
 
 from configs import base
 
 
 def get_config(arg=None):
-  return base.get_config(arg, name="ppo", estimator="ppo")
+  return base.get_config(arg, name="ppo", estimator="ppo", value_model="surprise")

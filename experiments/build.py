@@ -191,13 +191,22 @@ RESUMABLE_CHANGES = ("run.seed_batch_size", "run.num_devices", "train.microbatch
 EXTENDABLE = ("train.num_steps",)
 
 
+def added_defaults() -> Dict[str, Any]:
+  """{"train.<field>": default} for every TrainConfig field: a field a run's
+  config.json lacks (it was added since the run started) at its default leaves
+  what the run computes unchanged, so the run may resume."""
+  return {f"train.{name}": value
+          for name, value in dataclasses.asdict(train.TrainConfig()).items()}
+
+
 def check_resumable(workdir: str, config_record: Dict[str, Any]) -> None:
   """Refuses to resume a run under another config than the one it started with.
 
   Compares config_record with the run's config.json, field by field, apart
-  from RESUMABLE_CHANGES and a raised EXTENDABLE field (a field that only one
-  of them has counts as changed). Raises ValueError naming each changed field
-  with both values.
+  from RESUMABLE_CHANGES, a raised EXTENDABLE field and a TrainConfig field
+  added since the run started, at its default (`added_defaults`); any other
+  field that only one of them has counts as changed. Raises ValueError naming
+  each changed field with both values.
   """
   path = os.path.join(workdir, "config.json")
   if not os.path.exists(path):
@@ -206,11 +215,14 @@ def check_resumable(workdir: str, config_record: Dict[str, Any]) -> None:
     started = traverse_util.flatten_dict(json.load(f), sep=".")
   now = traverse_util.flatten_dict(json.loads(json.dumps(config_record, default=str)), sep=".")
   unset = object()
+  defaults = json.loads(json.dumps(added_defaults(), default=str))
+  added = lambda k: k not in started and k in defaults and now.get(k, unset) == defaults[k]
   extended = lambda k: (k in EXTENDABLE and k in started and k in now
                         and now[k] >= started[k])
   changed = [k for k in sorted(started.keys() | now.keys())
              if not any(k == f or k.startswith(f + ".") for f in RESUMABLE_CHANGES)
-             and started.get(k, unset) != now.get(k, unset) and not extended(k)]
+             and started.get(k, unset) != now.get(k, unset) and not extended(k)
+             and not added(k)]
   if changed:
     show = lambda v: "unset" if v is unset else repr(v)
     raise ValueError(

@@ -23,8 +23,12 @@ def batch(set_objective: bool, setup: rollouts_lib.Setup, rollouts: rollouts_lib
           key, axis_name):
   """Vines, values, GAE and (with a set objective) set advantages of the step's groups.
 
-  The values V(s_t) come from the features the sampler drew each token from
-  (`sampling.Rollout.features`), so no forward pass is run for them; at
+  A head's values V(s_t) come from the features the sampler drew each token from
+  (`sampling.Rollout.features`), so no forward pass is run for them (a critic
+  with a trunk of its own runs it on the step's responses); a head that reads
+  the policy's surprise (`value_head.surprise`) gets it from the sampling
+  log-probs, a vine's prefix's from its root, and the batch carries it to the
+  update as "surprise" [B, M, T, k]; at
   temperature 1 the sampling log-probs are the policy's own and serve as the
   old log-probs too.
   """
@@ -38,8 +42,12 @@ def batch(set_objective: bool, setup: rollouts_lib.Setup, rollouts: rollouts_lib
   choose_key, vine_key, subset_key = jax.random.split(jax.random.fold_in(key, 1), 3)
   per_group = lambda x: x.reshape((B, -1) + x.shape[1:])
   tokens, mask = per_group(rollout.tokens), per_group(rollout.mask)       # [B, N, T]
-  old_logp = per_group(rollout.logprobs)
-  old_values = per_group(value_head_lib.apply(params, rollout.features))
+  old_logp = root_logp = per_group(rollout.logprobs)
+  trunk = config.value_model == "trunk"      # else a head on the sampler's features
+  surprise = config.value_model == "surprise"
+  surprise_inputs = value_head_lib.surprise(root_logp, mask) if surprise else None
+  old_values = None if trunk else value_head_lib.read(
+      params, per_group(rollout.features), surprise_inputs)
   start = jnp.zeros((B, N), jnp.int32)
   if set_objective:
     boundaries = per_group(env.step_boundaries(rollout.tokens))
@@ -51,7 +59,7 @@ def batch(set_objective: bool, setup: rollouts_lib.Setup, rollouts: rollouts_lib
         k, b, K, config.vine_selection))(jax.random.split(choose_key, B), boundaries)
     vines = vines_lib.sample_vines(params, setup.model_config, vine_key, prompts, tokens,
                                    states, samples=N_v, temperature=config.temperature,
-                                   axis_name=axis_name, return_features=True)
+                                   axis_name=axis_name, return_features=not trunk)
     flat = lambda x: x.reshape((B, K * N_v) + x.shape[3:])                # [B, K*N_v, ...]
     vine_tokens = flat(vines.tokens).reshape(B * K * N_v, T)
     repeated = jax.tree.map(lambda x: jnp.repeat(x, K * N_v, axis=0), rollouts.problems)
@@ -61,7 +69,14 @@ def batch(set_objective: bool, setup: rollouts_lib.Setup, rollouts: rollouts_lib
     tokens, mask = cat(tokens, flat(vines.tokens)), cat(mask, flat(vines.mask))
     loss_mask = cat(loss_mask, flat(vines.loss_mask))
     old_logp = cat(old_logp, flat(vines.logprobs))
-    old_values = cat(old_values, value_head_lib.apply(params, flat(vines.features)))
+    vine_surprise = None
+    if surprise:
+      vine_surprise = value_head_lib.surprise(
+          flat(vines_lib.context_logprobs(root_logp, states, vines)), flat(vines.mask))
+      surprise_inputs = cat(surprise_inputs, vine_surprise)
+    if not trunk:
+      old_values = cat(old_values, value_head_lib.read(params, flat(vines.features),
+                                                       vine_surprise))
     start = cat(start, flat(vines.start))
     boundaries = cat(boundaries, per_group(vine_boundaries))
     reward, label = cat(reward, per_group(vine_reward)), cat(label, per_group(vine_label))
@@ -70,6 +85,10 @@ def batch(set_objective: bool, setup: rollouts_lib.Setup, rollouts: rollouts_lib
   old_logp = per_group(rollouts_lib.rollout_logprobs(
       setup, params, prompts, tokens.reshape(B * M, T), mask.reshape(B * M, T),
       old_logp.reshape(B * M, T), M))
+  if trunk:
+    old_values = per_group(value_head_lib.values(
+        params, setup.model_config, prompts, tokens.reshape(B * M, T),
+        mask.reshape(B * M, T), M))
   old_logp = jnp.where(loss_mask, old_logp, 0.0)
   old_values = jnp.where(loss_mask, old_values, 0.0)
   groups = jax.vmap(functools.partial(
@@ -82,6 +101,8 @@ def batch(set_objective: bool, setup: rollouts_lib.Setup, rollouts: rollouts_lib
   advantages = poly_ppo.token_advantages(groups, loss_mask, config.normalize)
   batch = dict(tokens=tokens, mask=mask, loss_mask=loss_mask, old_logp=old_logp,
                advantages=advantages, old_values=old_values, returns=groups.returns)
+  if surprise:
+    batch["surprise"] = surprise_inputs   # what the head reads besides the features
   root_explained, root_bound = gae_lib.state_explained_variance(
       old_values[:, :N, 0], reward[:, :N].astype(jnp.float32), jnp.ones((B, N), bool))
   step_metrics = dict(
@@ -129,6 +150,7 @@ def check(config) -> None:
       raise ValueError(f"{name} must be in [0, 1], got {getattr(config, name)}.")
   checks.greater_than("value_learning_rate", config.value_learning_rate, 0)
   checks.at_least("value_clip", config.value_clip, 0)
+  checks.one_of("value_model", config.value_model, value_head_lib.VALUE_MODELS)
 
 
 def check_vines(config) -> None:

@@ -88,6 +88,14 @@ class TrainConfig:
     value_learning_rate: ppo / poly_ppo: Adam learning rate of the value head
       (its own optimiser: the head starts from zero, the policy from the base).
     value_clip: ppo / poly_ppo: ε of the clipped value loss (0: unclipped).
+    value_model: ppo / poly_ppo: what the critic reads
+      (`polyepo.value_head.VALUE_MODELS`): "head", an MLP on the policy's final
+      hidden states through stop_gradient (the sampler's, no forward pass of
+      its own); "surprise", the same MLP reading also the policy's surprise at
+      the tokens so far (`value_head.surprise`, from the sampling log-probs);
+      "trunk", the same MLP on a copy of the base transformer that
+      the value loss trains (its own features: one more forward pass per step
+      and a forward and backward per update).
     num_vine_states: poly_ppo: rollout states per prompt besides the prompt
       (K; 0: set RL at the prompt only, GAE after its window).
     vine_samples: poly_ppo: N_v continuations sampled from each rollout state
@@ -124,6 +132,7 @@ class TrainConfig:
   gae_lambda: float = 0.95
   value_learning_rate: float = 1e-3
   value_clip: float = 0.2
+  value_model: str = "head"
   num_vine_states: int = 2
   vine_samples: int = 8
   vine_window: int = 2
@@ -244,6 +253,7 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
   optimizer = make_optimizer(config)
   B, N, T = config.prompts_per_step, config.samples_per_prompt, env.max_response_len
   critic = estimator.critic
+  head_critic = critic and config.value_model != "trunk"   # reads the sampler's features
   M = estimator.responses_per_group(config)   # N rollouts, then any responses it adds
   groups_per_minibatch = B // config.num_minibatches
   groups_per_microbatch = accumulation.microbatch_groups(config.microbatch_rows,
@@ -256,7 +266,11 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     """A state whose policy starts from `params` (the base model); key: u32[2]."""
     key = jax.random.wrap_key_data(key) if key.dtype == jnp.uint32 else key
     if critic:  # a zero-output value head of its own (polyepo.value_head)
-      head = value_head_lib.init(jax.random.fold_in(key, 1 << 30), model_config.width)
+      trunk = params if config.value_model == "trunk" else None
+      head = value_head_lib.init(
+          jax.random.fold_in(key, 1 << 30),
+          value_head_lib.input_width(model_config.width, config.value_model),
+          model_config.width, trunk=trunk)
       params = value_head_lib.attach(params, head)
     return TrainState(params, optimizer.init(params), jnp.zeros((), jnp.int32),
                       jax.random.key_data(key))
@@ -266,11 +280,13 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     return model_lib.sequence_logprobs(params, model_config, prompts, tokens, mask,
                                        samples_per_prompt=count)
 
-  def logprobs_and_values(params, prompts, tokens, mask):
-    """Prompts [G, P], responses [G * M, T] -> (log-probs, V(s_t)), each f32[G * M, T]."""
+  def logprobs_and_values(params, prompts, tokens, mask, surprise=None):
+    """Prompts [G, P], responses [G * M, T] (surprise: None or [G * M, T, k], what a
+    head reads besides the features) -> (log-probs, V(s_t)), each f32[G * M, T]."""
     logp, features = model_lib.sequence_logprobs_and_features(
         params, model_config, prompts, tokens, mask, samples_per_prompt=M)
-    return logp, value_head_lib.apply(params, features)
+    return logp, value_head_lib.values(params, model_config, prompts, tokens, mask, M,
+                                       features, surprise)
 
   def update(params, opt_state, batch):
     """One optimiser step on G whole groups: prompts [G, P], the rest [G, M, ...].
@@ -287,7 +303,8 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
       rest = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]),
                           {k: v for k, v in micro.items() if k != "prompts"})
       if critic:
-        logp, values = logprobs_and_values(p, prompts, rest["tokens"], rest["mask"])
+        logp, values = logprobs_and_values(p, prompts, rest["tokens"], rest["mask"],
+                                           rest.get("surprise"))
       else:
         logp = logprobs(p, prompts, rest["tokens"], rest["mask"])
       loss, m = losses.clipped_pg_loss(logp, rest["old_logp"], rest["advantages"],
@@ -315,7 +332,7 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     rollout = sampling.sample(state.params, model_config, rollout_key, prompts,
                               max_new_tokens=T, temperature=config.temperature,
                               samples_per_prompt=N, axis_name=axis_name,
-                              return_features=critic)                     # [B*N, T]
+                              return_features=head_critic)                # [B*N, T]
     repeated = jax.tree.map(lambda x: jnp.repeat(x, N, axis=0), problems)
     reward, label = env.score(repeated, rollout.tokens)
     reward, label = reward.reshape(B, N), label.reshape(B, N)

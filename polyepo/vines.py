@@ -225,6 +225,24 @@ def sample_vines(params, model_config: model_lib.TransformerConfig, key: jax.Arr
   return Vines(rows(tokens), rows(mask), rows(loss_mask), rows(logprobs), start, features)
 
 
+def context_logprobs(root_logprobs: jax.Array, states: RolloutStates,
+                     vines: Vines) -> jax.Array:
+  """Every token's sampling log-prob in each vine, its prefix's included.
+
+  Args:
+    root_logprobs: f32[B, N, T], the root responses' sampling log-probs.
+    states: RolloutStates of shape [B, K].
+    vines: Vines of shape [B, K, N_v, T].
+
+  Returns:
+    f32[B, K, N_v, T]: the root's log-probs before the state, then the vine's
+    own (`Vines.logprobs`, 0 after its end).
+  """
+  prefix = jnp.take_along_axis(root_logprobs, states.root[:, :, None], axis=1)   # [B, K, T]
+  before = jnp.arange(root_logprobs.shape[-1]) < vines.start[..., None]
+  return jnp.where(before, prefix[:, :, None], vines.logprobs)
+
+
 def window_mask(boundaries: jax.Array, start: jax.Array, window: int,
                 mask: jax.Array) -> jax.Array:
   """The tokens from state s_start up to s_{start + window steps}: where the set

@@ -355,6 +355,13 @@ MUTANTS = (
            ("tests/test_gae.py",),
            "the critic's explained-variance bound uses each state's biased (plug-in) variance, "
            "so it credits a critic with more than any critic can explain"),
+    Mutant("surprise_reads_the_next_token", "polyepo/value_head.py",
+           "before = jnp.concatenate([jnp.zeros_like(logprobs[..., :1]), logprobs[..., :-1]], "
+           "axis=-1)",
+           "before = logprobs",
+           ("tests/test_value_head.py",),
+           "the surprise critic's V(s_t) reads the log-prob of token t, the action taken at "
+           "s_t, so the baseline depends on the action it is a baseline for"),
 )
 
 

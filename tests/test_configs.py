@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ALGORITHMS = {"grpo": grpo, "reward_shaping": reward_shaping, "poly_epo": poly_epo,
               "pass_at_k": pass_at_k, "ppo": ppo, "poly_ppo": poly_ppo,
               "poly_epo_windowed": poly_epo_windowed}
-ALGORITHM_FIELDS = {"estimator", "lam", "objective"}  # what an algorithm file may set
+ALGORITHM_FIELDS = {"estimator", "lam", "objective", "value_model"}  # an algorithm file sets
 
 
 def _names(cls):
@@ -77,8 +77,8 @@ def test_the_main_job_runs_with_the_values_it_always_had():
       weight_decay=0.0,
       grad_clip=1.0, eps_low=0.2, eps_high=0.28, aggregation="token_mean", kl_coef=0.0,
       num_steps=100, steps_per_chunk=10, gamma=1.0, gae_lambda=0.95,
-      value_learning_rate=1e-3, value_clip=0.2, num_vine_states=2, vine_samples=8,
-      vine_window=2, vine_selection="uniform")
+      value_learning_rate=1e-3, value_clip=0.2, value_model="head", num_vine_states=2,
+      vine_samples=8, vine_window=2, vine_selection="uniform")
   assert config.run.to_dict() == dict(
       num_seeds=1, seed_batch_size=0, seed=0, eval_every=50, checkpoint_every=50,
       eval_at_start=True, eval_splits=("validation", "test", "ood"),

@@ -8,6 +8,7 @@ prompts, or the advantage sign is flipped.
 """
 
 import dataclasses
+import functools
 import json
 import os
 import types
@@ -69,8 +70,12 @@ ESTIMATORS = {
     "ppo": dict(estimator="ppo"),
     "poly_ppo": dict(estimator="poly_ppo", objective="polychromic"),
     "poly_epo_windowed": dict(estimator="set_rl_windowed", objective="polychromic"),
+    "poly_ppo_surprise": dict(estimator="poly_ppo", objective="polychromic",
+                              value_model="surprise"),
+    "poly_ppo_trunk": dict(estimator="poly_ppo", objective="polychromic", value_model="trunk"),
 }
-SLOW_ESTIMATORS = ("grpo", "poly_epo_sampled", "ppo", "poly_ppo")  # over 20 s each on 2 cores
+SLOW_ESTIMATORS = ("grpo", "poly_epo_sampled", "ppo", "poly_ppo", "poly_ppo_surprise",
+                   "poly_ppo_trunk")  # over 20 s each on 2 cores
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_ESTIMATORS
@@ -397,6 +402,34 @@ def test_critic_estimators_add_a_zero_value_head_and_leave_the_others_alone(setu
                                     model.forward(base, mc, tokens))
 
 
+def test_a_critic_with_a_trunk_starts_as_the_base_model_and_never_moves_the_policy(setup):
+  """value_model="trunk": the critic's trunk starts as a copy of the base model and V = 0.
+  Two steps (warm-up: the policy moves at the second): the trunk's features equal the
+  policy's until then, so the policy is the same as with a head, and the value loss
+  has reached the trunk (once the head's output layer moved), not the policy."""
+  env, params, mc, base = setup
+  config = dataclasses.replace(TINY, estimator="ppo")
+  trunk_config = dataclasses.replace(config, value_model="trunk")
+  init, _ = train.make_train(trunk_config, mc, env, params)
+  critic = init(base, jnp.zeros(2, jnp.uint32)).params[value_head.KEY]
+  jax.tree.map(np.testing.assert_array_equal, critic["trunk"], base)
+  keys = jnp.zeros((1, 2), jnp.uint32)   # a seed whose first steps have rewards
+  (head, _), (trunk, metrics) = _run(setup, config, keys), _run(setup, trunk_config, keys)
+  policy = lambda state: jax.tree.map(lambda x: x[0], {k: state.params[k] for k in base})
+  jax.tree.map(functools.partial(np.testing.assert_allclose, atol=1e-6), policy(head),
+               policy(trunk))
+  assert not np.allclose(policy(trunk)["embed"]["embedding"], base["embed"]["embedding"])
+  moved = jax.tree.map(lambda a, b: np.abs(a[0] - b).max(),
+                       trunk.params[value_head.KEY]["trunk"], base)
+  assert max(jax.tree.leaves(moved)) > 0
+  assert np.all(np.isfinite(metrics["value_loss"]))
+
+
+def test_value_model_must_be_known():
+  with pytest.raises(ValueError, match="value_model.*head.*trunk"):
+    dataclasses.replace(TINY, estimator="ppo", value_model="transformer")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("estimator", ["ppo", "poly_ppo"])
 def test_critic_estimators_with_equal_rewards_do_not_move(setup, estimator):
@@ -415,16 +448,18 @@ def test_critic_estimators_with_equal_rewards_do_not_move(setup, estimator):
 
 
 @pytest.mark.slow
-def test_poly_ppo_with_vines_on_a_real_domain_is_deterministic_and_logs_its_states():
-  """Multiplication, a small random policy, K = 2 states of N_v = 3 vines per prompt:
-  the same state gives the same numbers twice; a prompt has 1 to 1 + K rollout
-  states (fewer when its random responses have fewer step boundaries), vine tokens
-  are counted, the logged metrics are finite."""
+@pytest.mark.parametrize("value_model", value_head.VALUE_MODELS)
+def test_poly_ppo_with_vines_on_a_real_domain_is_deterministic_and_logs_its_states(
+    value_model):
+  """Multiplication, a small random policy, K = 2 states of N_v = 3 vines per prompt,
+  each critic: the same state gives the same numbers twice; a prompt has 1 to 1 + K
+  rollout states (fewer when its random responses have fewer step boundaries), vine
+  tokens are counted, the logged metrics are finite."""
   env, env_params = envs.make("multiplication")
   mc = pretrain.model_config_for(env, **SMALL)
   base = model.init_params(jax.random.key(1), mc)
   config = dataclasses.replace(TINY, estimator="poly_ppo", num_vine_states=2, vine_samples=3,
-                               steps_per_chunk=1, learning_rate=1e-3)
+                               steps_per_chunk=1, learning_rate=1e-3, value_model=value_model)
   init, run_chunk = train.make_train(config, mc, env, env_params, num_seeds=2,
                                      seed_batch_size=2)  # vmapped: vines stop together
   state = init(base, _keys(2, offset=5))
@@ -505,8 +540,8 @@ def test_existing_workdir_is_refused(tmp_path):
 def test_resuming_under_another_config_is_refused(tmp_path):
   """A run resumes only under the config it started with, apart from how it is
   computed (seed batches, micro-batches, devices), where the base model is
-  cached and more steps (it is extended); every changed field is named with
-  both values."""
+  cached, more steps (it is extended) and fields added since at their defaults;
+  every changed field is named with both values."""
   started = {"train": {"learning_rate": 3e-5, "microbatch_rows": 32, "set_size": 4},
              "run": {"seed_batch_size": 0, "eval_splits": ("test", "ood")},
              "base": {"pretrain": {"preference_steps": 150, "microbatch_rows": 32},
@@ -528,6 +563,12 @@ def test_resuming_under_another_config_is_refused(tmp_path):
   added = {**started, "train": {**started["train"], "lam": 0.3}}
   with pytest.raises(ValueError, match=r"train.lam unset -> 0.3"):
     build.check_resumable(str(tmp_path), added)
+  # A TrainConfig field added since the run started, at its default, changes nothing.
+  build.check_resumable(str(tmp_path), {**started, "train": {**started["train"],
+                                                             "value_model": "head"}})
+  with pytest.raises(ValueError, match=r"train.value_model unset -> 'trunk'"):
+    build.check_resumable(str(tmp_path), {**started, "train": {**started["train"],
+                                                               "value_model": "trunk"}})
   steps = lambda n: {**started, "train": {**started["train"], "num_steps": n}}
   (tmp_path / "config.json").write_text(json.dumps(steps(300)))
   build.check_resumable(str(tmp_path), steps(600))  # a finished run is extended

@@ -157,6 +157,28 @@ def test_vine_logprobs_are_the_policy_continuation_logprobs(policy):
 
 
 @pytest.mark.slow
+def test_context_logprobs_are_the_whole_vines_teacher_forced_logprobs(policy):
+  """Each vine's log-probs with the root's prefix in front equal the teacher-forced
+  log-probs of the whole vine (what the surprise critic reads), on its real tokens."""
+  prompts, roots, states = _roots()
+  out = jax.jit(lambda k: vines.sample_vines(policy, CONFIG, k, prompts, roots, states,
+                                             samples=3))(jax.random.key(1))
+  # A root's real tokens run to its EOS (a sampled pad before it is real, as the
+  # sampler read it).
+  eos = roots == EOS
+  root_mask = (jnp.cumsum(eos, axis=-1) - eos) == 0
+  root_logp = model.sequence_logprobs(policy, CONFIG, prompts, roots.reshape(-1, 6),
+                                      root_mask.reshape(-1, 6), samples_per_prompt=2)
+  got = vines.context_logprobs(root_logp.reshape(2, 2, 6), states, out)
+  teacher = model.sequence_logprobs(policy, CONFIG, prompts, out.tokens.reshape(-1, 6),
+                                    out.mask.reshape(-1, 6), samples_per_prompt=6)
+  real = np.asarray(out.mask).reshape(-1, 6)
+  np.testing.assert_allclose(np.asarray(got).reshape(-1, 6)[real], np.asarray(teacher)[real],
+                             atol=1e-5)
+  assert real.sum() > 20
+
+
+@pytest.mark.slow
 def test_vines_are_distributed_as_the_policy_continuation(policy):
   """4000 vines of one state: their first token's frequencies match the policy's
   next-token distribution after prompt + prefix (chi-square), not after the prompt."""

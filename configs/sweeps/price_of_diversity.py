@@ -1,4 +1,4 @@
-r"""Exploratory validation runs of the price-of-diversity issue: windowed Poly-EPO, Poly-PPO.
+r"""Exploratory validation runs: windowed Poly-EPO, Poly-PPO and PPO at their chosen settings.
 
   python -m experiments.sweep --sweep=configs/sweeps/price_of_diversity.py:domains=multiplication \
       --sweep_dir=runs/sweeps/price_of_diversity-multiplication
@@ -14,12 +14,14 @@ validation rows (GRPO, Poly-EPO, PPO) without touching `test` or `ood`.
   `poly_epo` entry). Windowed Poly-EPO standardises both of its advantages over
   each prompt's group, so a Poly-EPO choice of `normalize_over=batch` becomes
   `normalize=True` over the prompt (the closest setting it accepts).
-* `poly_ppo`: Poly-PPO at its chosen settings (its own entry).
+* `poly_ppo`, `ppo`: Poly-PPO and PPO at their chosen settings (their own
+  entries), with the configs' critic (`value_model="surprise"`, which the final
+  runs predate).
 
 These are exploratory numbers: nothing here is judged as a claim.
 
 Config string: domains=all|multiplication|polynomial_roots, algorithms=windowed+poly_ppo
-(a '+'-separated subset), chosen=results/tuning/chosen.json, seeds=3, steps=300,
+(a '+'-separated subset of windowed, poly_ppo, ppo), chosen=results/tuning/chosen.json, seeds=3, steps=300,
 size=default.
 """
 
@@ -27,7 +29,8 @@ from configs import choices
 from configs.sweeps import final, headline, tuning
 
 ALGORITHMS = {"windowed": ("configs/poly_epo_windowed.py", "poly_epo"),
-              "poly_ppo": ("configs/poly_ppo.py", "poly_ppo")}
+              "poly_ppo": ("configs/poly_ppo.py", "poly_ppo"),
+              "ppo": ("configs/ppo.py", "ppo")}
 
 
 def windowed_overrides(poly_epo: dict) -> dict:
