@@ -33,5 +33,7 @@ setuptools.setup(
         "test": ["pytest>=8", "pytest-xdist>=3.5", "hypothesis>=6.100", "scipy>=1.11",
                  "nbclient>=0.10", "nbformat>=5.10", "ipykernel>=6.29"],
         "notebooks": ["jupyter", "nbclient>=0.10", "nbformat>=5.10", "ipykernel>=6.29"],
+        # experiments.sweep --launcher=ray (docs/ray.md)
+        "ray": ["ray>=2.40"],
     },
 )

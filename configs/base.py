@@ -47,6 +47,11 @@ def get_config(arg=None, **algorithm):
   # float32 | bfloat16 (bfloat16 operands, float32 accumulation and parameters;
   # faster on CPUs with AMX, see polyepo.model.TransformerConfig).
   config.matmul_dtype = "float32"
+  # What one run asks of a Ray cluster under `experiments.sweep --launcher=ray`
+  # (docs/ray.md): CPU cores, and GPUs where the cluster has any (1: one run per
+  # GPU, 0.5: two; a cluster without GPUs runs it on CPUs). The local launcher and
+  # `experiments.synthetic` ignore it.
+  config.resources = ml_collections.ConfigDict(dict(num_cpus=1.0, num_gpus=1.0))
 
   config.train = ml_collections.ConfigDict(
       dataclasses.asdict(train.TrainConfig(**algorithm)))

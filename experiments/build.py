@@ -12,7 +12,7 @@ import dataclasses
 import glob
 import json
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from flax import traverse_util
 import jax
@@ -42,10 +42,22 @@ def rl_settings(config):
     pretrain_config(config.base, env.strategy_names)
   except ValueError as err:
     raise ValueError(f"base: {err}") from err
+  ray_resources(config)
   if config.base.checkpoint:
     pretrain.check_checkpoint(config.base.checkpoint,
                               pretrain.model_config_for(env, **config.base.model))
   return train_config, run_settings
+
+
+def ray_resources(config) -> Tuple[float, float]:
+  """(CPU cores, GPUs) a run asks of Ray under `experiments.sweep --launcher=ray`
+  (`config.resources`; (1, 1) for a config without it). Raises ValueError
+  naming the field for a negative value."""
+  resources = config.get("resources") or {}
+  num_cpus, num_gpus = resources.get("num_cpus", 1.0), resources.get("num_gpus", 1.0)
+  checks.at_least("resources.num_cpus", num_cpus, 0)
+  checks.at_least("resources.num_gpus", num_gpus, 0)
+  return float(num_cpus), float(num_gpus)
 
 
 def policy_model_config(config, base_model_config):
@@ -180,6 +192,7 @@ def run_record(config, env) -> Dict[str, Any]:
 # found or cached, but not what it computes (to float rounding): a run may
 # resume with them changed. A field matches itself and every field under it.
 RESUMABLE_CHANGES = ("run.seed_batch_size", "run.num_devices", "train.microbatch_rows",
+                     "run.eval_problems_per_chunk", "run.eval_seed_batch_size", "resources",
                      "base.cache_dir", "base.shipped", "base.report",
                      # derived from the config (`run_record`); older records lack them
                      "algorithm", "strategy_families") + tuple(
@@ -192,21 +205,23 @@ EXTENDABLE = ("train.num_steps",)
 
 
 def added_defaults() -> Dict[str, Any]:
-  """{"train.<field>": default} for every TrainConfig field: a field a run's
-  config.json lacks (it was added since the run started) at its default leaves
-  what the run computes unchanged, so the run may resume."""
-  return {f"train.{name}": value
-          for name, value in dataclasses.asdict(train.TrainConfig()).items()}
+  """{"train.<field>": default, "run.<field>": default} for every TrainConfig and
+  RunSettings field: a field a run's config.json lacks (it was added since the
+  run started) at its default leaves what the run computes unchanged, so the
+  run may resume."""
+  return {f"{prefix}.{name}": value
+          for prefix, defaults in (("train", train.TrainConfig()), ("run", loop.RunSettings()))
+          for name, value in dataclasses.asdict(defaults).items()}
 
 
 def check_resumable(workdir: str, config_record: Dict[str, Any]) -> None:
   """Refuses to resume a run under another config than the one it started with.
 
   Compares config_record with the run's config.json, field by field, apart
-  from RESUMABLE_CHANGES, a raised EXTENDABLE field and a TrainConfig field
-  added since the run started, at its default (`added_defaults`); any other
-  field that only one of them has counts as changed. Raises ValueError naming
-  each changed field with both values.
+  from RESUMABLE_CHANGES, a raised EXTENDABLE field and a TrainConfig or
+  RunSettings field added since the run started, at its default
+  (`added_defaults`); any other field that only one of them has counts as
+  changed. Raises ValueError naming each changed field with both values.
   """
   path = os.path.join(workdir, "config.json")
   if not os.path.exists(path):

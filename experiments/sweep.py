@@ -3,12 +3,18 @@ r"""Runs a sweep of RL runs: one after another, or several processes at once.
   python -m experiments.sweep --sweep=configs/sweeps/headline.py
   python -m experiments.sweep --sweep=configs/sweeps/shaping_lambda.py:domain=multiplication
   python -m experiments.sweep --sweep=configs/sweeps/headline.py:size=smoke --parallel=2
+  python -m experiments.sweep --sweep=configs/sweeps/headline.py --launcher=ray \
+      [--ray_address=auto --sweep_dir=/shared/sweeps/headline]
 
 A sweep file defines `get_sweep(arg)` returning its runs as
 `(config file, config string, overrides)` entries, e.g.
 `("configs/grpo.py", "domain=multiplication", {"run.num_seeds": 3})`. Each run is
 `python -m experiments.synthetic` in its own process (seeds are vmapped inside
 it), writing `SWEEP_DIR/runs/<name>/`; its output goes to `SWEEP_DIR/logs/<name>.log`.
+`--launcher=ray` makes each run a Ray task instead, on a local Ray instance or
+a cluster (`--ray_address`), asking for the resources its config declares
+(`config.resources`), with the same names, records, skips, resumes and events
+(each run's node added); see experiments/ray_sweep.py and docs/ray.md.
 A run's name is its config file's stem, its config-string values and the
 overrides that differ between entries (`reward_shaping-multiplication-lam=0.1`).
 
@@ -38,14 +44,25 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 from absl import app, flags, logging
 
-from experiments import build, cli, machine
+from experiments import build, cli, machine, ray_sweep
 from polyepo import rundir, writers
 
 _SWEEP = flags.DEFINE_string("sweep", None, "Sweep file, optionally with a config string: "
                              "configs/sweeps/headline.py:size=smoke.")
 _SWEEP_DIR = flags.DEFINE_string("sweep_dir", None,
                                  "Sweep directory (default: runs/sweeps/<sweep name>).")
-_PARALLEL = flags.DEFINE_integer("parallel", 1, "Runs executed at once (processes).")
+_PARALLEL = flags.DEFINE_integer("parallel", 1, "Runs executed at once (processes; the local "
+                                 "launcher).")
+LAUNCHERS = ("local", "ray")
+_LAUNCHER = flags.DEFINE_enum("launcher", "local", LAUNCHERS,
+                              "local: processes on this machine (--parallel at once); ray: one "
+                              "Ray task per run (pip install -e '.[ray]').")
+_RAY_ADDRESS = flags.DEFINE_string("ray_address", None,
+                                   "Ray cluster to join under --launcher=ray (auto, "
+                                   "ray://host:10001); default: a local Ray instance.")
+_MAX_RETRIES = flags.DEFINE_integer("max_retries", 3, "Retries of a Ray task whose worker or "
+                                    "node died (--launcher=ray); the run resumes from its last "
+                                    "checkpoint.")
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Remove what a sweep wrote in an existing "
                                 "sweep directory first (a directory holding anything else is "
                                 "refused).")
@@ -169,6 +186,12 @@ def is_finished(workdir: str, num_steps: Optional[int] = None) -> bool:
   return bool(steps) and steps[-1] == num_steps
 
 
+def run_command(run: RunSpec, sweep_dir: str, python: str = sys.executable) -> List[str]:
+  """The command that runs (or resumes, or extends) a run in its sweep directory."""
+  return [python, "-m", "experiments.synthetic", *run.flags(),
+          f"--workdir={os.path.join(sweep_dir, 'runs', run.name)}", "--resume"]
+
+
 def _commit() -> str:
   try:
     rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
@@ -254,8 +277,19 @@ def select_runs(runs: List[RunSpec], patterns: Optional[Sequence[str]]) -> List[
 
 
 def run_sweep(runs: List[RunSpec], sweep_dir: str, parallel: int = 1,
-              progress: bool = True) -> bool:
-  """Runs every unfinished run; returns whether all of them succeeded."""
+              progress: bool = True, launcher: str = "local", ray_address: Optional[str] = None,
+              max_retries: int = 3) -> bool:
+  """Runs every unfinished run; returns whether all of them succeeded.
+
+  Args:
+    runs: the runs (`load_sweep`, `select_runs`).
+    sweep_dir: the sweep directory (`prepare_sweep_dir`).
+    parallel: runs at once under the local launcher.
+    progress: show a progress bar.
+    launcher: "local" (processes here) or "ray" (`experiments.ray_sweep`).
+    ray_address: the Ray cluster to join (None: a local instance).
+    max_retries: Ray's retries of a run whose worker died.
+  """
   from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top
   for run in runs:  # a run started under another config is neither skipped nor resumed
     try:
@@ -272,16 +306,58 @@ def run_sweep(runs: List[RunSpec], sweep_dir: str, parallel: int = 1,
       pending.append(run)
   bar = tqdm(total=len(runs), initial=len(runs) - len(pending), desc="sweep", unit="run",
              disable=not progress)
-  active = {}  # name -> (process, start time, log file)
   failed = []
+
+  def on_done(name, returncode, seconds, node=None, interrupted=False):
+    record = {"event": "run", "name": name, "returncode": returncode,
+              "seconds": round(seconds, 1)}
+    if node is not None:
+      record["node"] = node
+    if interrupted:
+      record["interrupted"] = True
+      _log(sweep_dir, record)
+      print(f"interrupted {name} after {seconds / 60:.1f} min; the same command resumes it",
+            flush=True)
+      return
+    _log(sweep_dir, record)
+    status = "done" if returncode == 0 else f"FAILED (exit {returncode})"
+    tqdm.write(f"{status} {name} in {seconds / 60:.1f} min" + (f" on {node}" if node else ""))
+    if returncode:
+      failed.append(name)
+    bar.update(1)
+
+  if launcher == "ray":
+    jobs = []
+    absolute = os.path.abspath(sweep_dir)  # tasks run in ROOT, perhaps on other nodes
+    for run in pending:
+      num_cpus, num_gpus = build.ray_resources(build_config(run))
+      jobs.append(ray_sweep.Job(run.name, run_command(run, absolute, python="{python}"),
+                                os.path.join(absolute, "logs", f"{run.name}.log"),
+                                num_cpus, num_gpus))
+    if jobs:  # a finished sweep starts no Ray instance
+      tqdm.write(f"submitting {len(jobs)} run(s) to Ray")
+      ray_sweep.run(jobs, ROOT, sweep_dir, on_done, address=ray_address,
+                    max_retries=max_retries)
+  else:
+    _run_local(pending, sweep_dir, parallel, on_done)
+  bar.close()
+  if failed:
+    print(f"{len(failed)} run(s) failed: {', '.join(failed)}; see {sweep_dir}/logs/. "
+          "Run the same command again to retry them.", flush=True)
+  return not failed
+
+
+def _run_local(pending: List[RunSpec], sweep_dir: str, parallel: int, on_done) -> None:
+  """Runs the runs as processes on this machine, `parallel` at once."""
+  from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top
+  pending = list(pending)
+  active = {}  # name -> (process, start time, log file)
   try:
     while pending or active:
       while pending and len(active) < parallel:
         run = pending.pop(0)
-        workdir = os.path.join(sweep_dir, "runs", run.name)
         log = open(os.path.join(sweep_dir, "logs", f"{run.name}.log"), "a")
-        command = [sys.executable, "-m", "experiments.synthetic", *run.flags(),
-                   f"--workdir={workdir}", "--resume"]
+        command = run_command(run, sweep_dir)
         log.write(f"$ {' '.join(command)}\n")
         log.flush()
         process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
@@ -291,43 +367,22 @@ def run_sweep(runs: List[RunSpec], sweep_dir: str, parallel: int = 1,
       for name, (process, start, log) in list(active.items()):
         if process.poll() is None:
           continue
-        seconds = time.time() - start
         log.close()
         del active[name]
-        _log(sweep_dir, {"event": "run", "name": name, "returncode": process.returncode,
-                         "seconds": round(seconds, 1)})
-        status = "done" if process.returncode == 0 else f"FAILED (exit {process.returncode})"
-        tqdm.write(f"{status} {name} in {seconds / 60:.1f} min")
-        if process.returncode:
-          failed.append(name)
-        bar.update(1)
+        on_done(name, process.returncode, time.time() - start)
   except (KeyboardInterrupt, SystemExit):
-    _stop_active(active, sweep_dir)
+    _stop_active(active, on_done)
     raise
-  bar.close()
-  if failed:
-    print(f"{len(failed)} run(s) failed: {', '.join(failed)}; see {sweep_dir}/logs/. "
-          "Run the same command again to retry them.", flush=True)
-  return not failed
 
 
-def _stop_active(active, sweep_dir: str) -> None:
+def _stop_active(active, on_done) -> None:
   """Stops the runs still going when the sweep is interrupted and logs each one's
   time as an interrupted run, so the sweep's wall time counts it (the next
   invocation resumes it from its last checkpoint)."""
   for name, (process, start, log) in active.items():
-    process.terminate()
-    try:
-      process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-      process.kill()
-      process.wait()
+    ray_sweep.stop(process)
     log.close()
-    seconds = time.time() - start
-    _log(sweep_dir, {"event": "run", "name": name, "returncode": process.returncode,
-                     "seconds": round(seconds, 1), "interrupted": True})
-    print(f"interrupted {name} after {seconds / 60:.1f} min; the same command resumes it",
-          flush=True)
+    on_done(name, process.returncode, time.time() - start, interrupted=True)
 
 
 def _interrupt_on_sigterm() -> None:
@@ -342,6 +397,10 @@ def main(argv):
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
   if _PARALLEL.value < 1:
     raise app.UsageError(f"--parallel must be >= 1, got {_PARALLEL.value}.")
+  if _MAX_RETRIES.value < 0:
+    raise app.UsageError(f"--max_retries must be >= 0, got {_MAX_RETRIES.value}.")
+  if _LAUNCHER.value != "ray" and _RAY_ADDRESS.value:
+    raise app.UsageError("--ray_address needs --launcher=ray.")
   runs = load_sweep(_SWEEP.value)  # every entry checked before anything compiles
   selected = select_runs(runs, _ONLY.value)
   sweep_name = os.path.splitext(os.path.basename(_SWEEP.value.partition(":")[0]))[0]
@@ -356,7 +415,8 @@ def main(argv):
                    "commit": _commit(), "machine": machine.describe()})
   prepare_shared(selected)
   _interrupt_on_sigterm()
-  ok = run_sweep(selected, sweep_dir, _PARALLEL.value)
+  ok = run_sweep(selected, sweep_dir, _PARALLEL.value, launcher=_LAUNCHER.value,
+                 ray_address=_RAY_ADDRESS.value, max_retries=_MAX_RETRIES.value)
   _log(sweep_dir, {"event": "end", "seconds": round(time.time() - tic, 1), "ok": ok})
   print(f"sweep finished in {(time.time() - tic) / 60:.1f} min; "
         f"report: python -m experiments.report {sweep_dir}", flush=True)

@@ -17,7 +17,7 @@ the per-problem values behind the means (`per_problem`, which
 """
 
 import functools
-from typing import Any, Dict, NamedTuple, Optional
+from typing import Any, Dict, List, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -111,6 +111,14 @@ def _sample_chunk(params, model_config, env, problems, num_samples, key, first, 
           env.applicable(problems))
 
 
+@functools.partial(jax.jit, static_argnums=(1, 2, 4, 7))
+def _sample_chunk_seeds(params, model_config, env, problems, num_samples, keys, first,
+                        temperature, base_params):
+  """`_sample_chunk` for B seeds at once: params [B, ...], keys [B, 2]; outputs [B, ...]."""
+  return jax.vmap(lambda p, k: _sample_chunk(p, model_config, env, problems, num_samples, k,
+                                             first, temperature, base_params))(params, keys)
+
+
 def _kl_to_base(params, base_params, model_config, prompts, rollout, temperature):
   """Per-sample sum over its tokens of the k3 estimate of KL(policy || base), f32[P * S].
 
@@ -147,6 +155,35 @@ def sample_responses(params, model_config, env, problems, key, *, num_samples: i
   Returns:
     Samples with host arrays (`applicable` filled from env.applicable).
   """
+  return Samples(*_sample_in_chunks(_sample_chunk, params, model_config, env, problems, key,
+                                    num_samples, temperature, problems_per_chunk, base_params))
+
+
+def sample_seeds(params, model_config, env, problems, keys, *, num_samples: int = 64,
+                 temperature: float = 1.0, problems_per_chunk: int = 0,
+                 base_params=None) -> List[Samples]:
+  """`sample_responses` for B seeds in each compiled call (vmapped over seeds).
+
+  Args:
+    params: B seeds' policy parameters, each leaf with a leading axis B.
+    keys: u32[B, 2], seed b's key.
+    (the rest as in `sample_responses`.)
+
+  Returns:
+    B Samples; seed b's are `sample_responses(params[b], ..., keys[b])`'s to
+    float tolerance: the same keys draw the same responses, while the seeds'
+    decode loops stop together, when the longest response of any seed ends.
+  """
+  stacked = _sample_in_chunks(_sample_chunk_seeds, params, model_config, env, problems, keys,
+                              num_samples, temperature, problems_per_chunk, base_params, axis=1)
+  return [Samples(*(None if x is None else x[b] for x in stacked))
+          for b in range(keys.shape[0])]
+
+
+def _sample_in_chunks(sample_chunk, params, model_config, env, problems, key, num_samples,
+                      temperature, problems_per_chunk, base_params, axis=0):
+  """The 7 `Samples` fields as host arrays, sampled `problems_per_chunk` problems
+  per call of `sample_chunk` and concatenated along the problem axis `axis`."""
   num_problems = jax.tree.leaves(problems)[0].shape[0]
   validate(num_samples=num_samples, temperature=temperature, num_problems=num_problems,
            problems_per_chunk=problems_per_chunk)
@@ -157,13 +194,12 @@ def sample_responses(params, model_config, env, problems, key, *, num_samples: i
       problems)
   outputs = []
   for start in range(0, padded, chunk):
-    outputs.append(_sample_chunk(params, model_config, env,
-                                 _take(problems, start, start + chunk), num_samples,
-                                 key, start, temperature, base_params))
-  rewards, labels, lengths, branch, answers, kl, applicable = (
-      None if outputs[0][j] is None else
-      np.concatenate([np.asarray(o[j]) for o in outputs])[:num_problems] for j in range(7))
-  return Samples(rewards, labels, lengths, branch, answers, kl, applicable)
+    outputs.append(sample_chunk(params, model_config, env, _take(problems, start, start + chunk),
+                                num_samples, key, start, temperature, base_params))
+  take = lambda x: x[:num_problems] if axis == 0 else x[:, :num_problems]
+  return tuple(None if outputs[0][j] is None else
+               take(np.concatenate([np.asarray(o[j]) for o in outputs], axis=axis))
+               for j in range(7))
 
 
 def summarize(samples: Samples, strategy_names, strategy_families=None) -> Dict[str, Any]:

@@ -57,6 +57,12 @@ class RunSettings:
     eval_forced_problems: problems per strategy for its forced accuracy at each
       evaluation (`polyepo.forced`; 0: not measured).
     eval_forced_samples: completions per (problem, strategy).
+    eval_problems_per_chunk: problems per compiled sampling call at evaluation
+      (0 = by platform, `evaluate.default_problems_per_chunk`: as many as make
+      32 responses on a CPU, 8,192 on an accelerator). Changes only the speed.
+    eval_seed_batch_size: seeds sampled in one compiled call at evaluation
+      (vmapped, `evaluate.sample_seeds`; 0 = by platform, as seed_batch_size:
+      all S on an accelerator, one at a time on a CPU). Changes only the speed.
     num_devices: devices of the `data` mesh axis that the entry point builds
       (`parallel.make_mesh`; 0 = all that divide the prompt batch).
     max_checkpoints: checkpoints kept.
@@ -73,6 +79,8 @@ class RunSettings:
   eval_temperature: float = 1.0
   eval_forced_problems: int = 16
   eval_forced_samples: int = 8
+  eval_problems_per_chunk: int = 0
+  eval_seed_batch_size: int = 0
   num_devices: int = 0
   max_checkpoints: int = 2
 
@@ -92,7 +100,10 @@ def check_settings(settings: RunSettings) -> None:
                      f"one, among: {', '.join(splits.EVAL_SPLITS)}.")
   evaluate.validate(num_problems=settings.eval_num_problems,
                     num_samples=settings.eval_num_samples,
-                    temperature=settings.eval_temperature, prefix="eval_")
+                    temperature=settings.eval_temperature,
+                    problems_per_chunk=settings.eval_problems_per_chunk, prefix="eval_")
+  parallel.check_seed_batch_size(settings.eval_seed_batch_size, settings.num_seeds,
+                                 name="eval_seed_batch_size")
   checks.at_least("eval_forced_problems", settings.eval_forced_problems, 0)
   checks.at_least("eval_forced_samples", settings.eval_forced_samples, 1)
   checks.at_least("num_devices", settings.num_devices, 0)
@@ -163,20 +174,37 @@ def evaluate_seeds(params, model_config, env, eval_problems, settings: RunSettin
                    step: int, base_params=None) -> Dict[str, Any]:
   """{split: {"mean": summary averaged over seeds, "seeds": [summary per seed]}}.
 
-  With base_params, each summary holds the KL to the base model (`kl_to_base`);
+  Seeds are sampled settings.eval_seed_batch_size at a time (by platform for
+  0), problems settings.eval_problems_per_chunk per call: the same samples
+  either way, to float tolerance. With base_params, each summary holds the KL
+  to the base model (`kl_to_base`);
   with settings.eval_forced_problems > 0, each strategy's forced accuracy
   (`forced_accuracy`, `polyepo.forced`).
   """
   out = {}
+  num_seeds = settings.num_seeds
+  seeds_per_call = (settings.eval_seed_batch_size
+                    or parallel.default_seed_batch_size(num_seeds))
+  options = dict(num_samples=settings.eval_num_samples, temperature=settings.eval_temperature,
+                 problems_per_chunk=settings.eval_problems_per_chunk, base_params=base_params)
   for i, (split, problems) in enumerate(sorted(eval_problems.items())):
     problems = jax.tree.map(lambda x: x[:settings.eval_num_problems], problems)
+    seed_keys = [jax.random.fold_in(jax.random.PRNGKey(settings.seed + 7919 * (i + 1)), s)
+                 for s in range(num_seeds)]
+    step_keys = [jax.random.fold_in(key, step) for key in seed_keys]
+    samples = []
+    for first in range(0, num_seeds, seeds_per_call):
+      stop = min(first + seeds_per_call, num_seeds)
+      if stop - first == 1:  # unbatched: a vmapped decode loop selects its state every step
+        samples.append(evaluate.sample_responses(_seed_params(params, first), model_config,
+                                                 env, problems, step_keys[first], **options))
+      else:
+        samples += evaluate.sample_seeds(
+            jax.tree.map(lambda x, a=first, b=stop: x[a:b], params), model_config, env,
+            problems, jnp.stack(step_keys[first:stop]), **options)
     per_seed = []
-    for s in range(settings.num_seeds):
-      key = jax.random.fold_in(jax.random.PRNGKey(settings.seed + 7919 * (i + 1)), s)
-      summary = evaluate.evaluate(
-          _seed_params(params, s), model_config, env, problems,
-          jax.random.fold_in(key, step), num_samples=settings.eval_num_samples,
-          temperature=settings.eval_temperature, base_params=base_params)
+    for s, key in enumerate(seed_keys):
+      summary = evaluate.summarize(samples[s], env.strategy_names, env.strategy_families)
       if settings.eval_forced_problems:
         summary["forced_accuracy"] = forced.forced_accuracy(
             _seed_params(params, s), model_config, env, problems,

@@ -45,10 +45,11 @@ def shard_prompts(x: jax.Array, mesh: Optional[jax.sharding.Mesh]) -> jax.Array:
   return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
 
 
-def check_seed_batch_size(seed_batch_size: int, num_seeds: int) -> None:
-  """Raises ValueError unless 0 <= seed_batch_size <= num_seeds."""
+def check_seed_batch_size(seed_batch_size: int, num_seeds: int,
+                          name: str = "seed_batch_size") -> None:
+  """Raises ValueError naming the field (`name`) unless 0 <= seed_batch_size <= num_seeds."""
   if not 0 <= seed_batch_size <= num_seeds:
-    raise ValueError(f"seed_batch_size={seed_batch_size} must be 0 (by platform: all seeds "
+    raise ValueError(f"{name}={seed_batch_size} must be 0 (by platform: all seeds "
                      f"at once on an accelerator, one at a time on a CPU) or "
                      f"1..num_seeds={num_seeds}.")
 

@@ -83,7 +83,9 @@ def test_the_main_job_runs_with_the_values_it_always_had():
       num_seeds=1, seed_batch_size=0, seed=0, eval_every=50, checkpoint_every=50,
       eval_at_start=True, eval_splits=("validation", "test", "ood"),
       eval_num_problems=64, eval_num_samples=32, eval_temperature=1.0,
-      eval_forced_problems=16, eval_forced_samples=8, num_devices=0, max_checkpoints=2)
+      eval_forced_problems=16, eval_forced_samples=8, eval_problems_per_chunk=0,
+      eval_seed_batch_size=0, num_devices=0, max_checkpoints=2)
+  assert config.resources.to_dict() == dict(num_cpus=1.0, num_gpus=1.0)
   assert config.base.model.to_dict() == dict(width=128, num_layers=3, num_heads=4,
                                              num_kv_heads=1, mlp_ratio=4, activation="relu")
   assert config.base.pretrain.to_dict() == dict(

@@ -164,6 +164,29 @@ def test_a_problem_draws_the_same_samples_in_any_chunk():
   assert not np.array_equal(one.lengths, draw(1, key=3).lengths)
 
 
+def test_seeds_sampled_together_draw_what_each_draws_alone():
+  """sample_seeds over 3 seeds (different params and keys) in one vmapped call, in
+  chunks of 2 problems, gives each seed the samples sample_responses gives it alone
+  in chunks of 1 (the CPU's default), KL to the base model included."""
+  env, params = envs.make("multiplication")
+  mc = pretrain.model_config_for(env, width=32, num_layers=1, num_heads=2)
+  seeds = [model.init_params(jax.random.key(s), mc) for s in range(3)]
+  problems = jax.tree.map(np.asarray, env.sample_problems(jax.random.key(1), params, 5))
+  keys = jax.random.split(jax.random.key(2), 3)
+  options = dict(num_samples=3, temperature=1.0, base_params=seeds[0])
+  together = evaluate.sample_seeds(jax.tree.map(lambda *x: np.stack(x), *seeds), mc, env,
+                                   problems, keys, problems_per_chunk=2, **options)
+  assert len(together) == 3
+  for policy, key, batched in zip(seeds, keys, together):
+    alone = evaluate.sample_responses(policy, mc, env, problems, key, problems_per_chunk=1,
+                                      **options)
+    for name in ("rewards", "labels", "lengths", "answers", "applicable"):
+      np.testing.assert_array_equal(getattr(alone, name), getattr(batched, name), err_msg=name)
+    np.testing.assert_allclose(alone.branch_points, batched.branch_points, rtol=1e-6)
+    np.testing.assert_allclose(alone.kl_to_base, batched.kl_to_base, rtol=1e-4, atol=1e-5)
+  assert not np.array_equal(together[0].lengths, together[1].lengths)
+
+
 def test_the_default_chunk_follows_the_platform(monkeypatch):
   """problems_per_chunk=0: 32 responses per call on a CPU and at least one
   problem (1 of 32 or 64 samples, 4 of 8), 8,192 elsewhere (128 of 64)."""

@@ -493,6 +493,9 @@ def test_an_enumerable_objective_without_closed_form_is_accepted():
     (dict(eval_num_problems=0), {}, "eval_num_problems must be >= 1, got 0"),
     (dict(eval_num_samples=0), {}, "eval_num_samples must be >= 1, got 0"),
     (dict(eval_temperature=-1.0), {}, "eval_temperature must be >= 0, got -1.0"),
+    (dict(eval_problems_per_chunk=-1), {}, "eval_problems_per_chunk must be >= 0, got -1"),
+    (dict(num_seeds=2, eval_seed_batch_size=3), {},
+     r"eval_seed_batch_size=3 must be 0 .* or 1..num_seeds=2"),
     (dict(num_devices=-1), {}, "num_devices must be >= 0, got -1"),
     (dict(max_checkpoints=0), {}, "max_checkpoints must be >= 1, got 0"),
 ])
@@ -569,6 +572,16 @@ def test_resuming_under_another_config_is_refused(tmp_path):
   with pytest.raises(ValueError, match=r"train.value_model unset -> 'trunk'"):
     build.check_resumable(str(tmp_path), {**started, "train": {**started["train"],
                                                                "value_model": "trunk"}})
+  # So does a RunSettings field; one away from its default is a change.
+  build.check_resumable(str(tmp_path), {**started, "run": {**started["run"],
+                                                           "eval_forced_samples": 8}})
+  with pytest.raises(ValueError, match=r"run.eval_forced_samples unset -> 3"):
+    build.check_resumable(str(tmp_path), {**started, "run": {**started["run"],
+                                                             "eval_forced_samples": 3}})
+  # How evaluation is batched, and what a run asks of Ray, change nothing computed.
+  build.check_resumable(str(tmp_path), {**started, "resources": {"num_gpus": 0.5},
+                                        "run": {**started["run"], "eval_seed_batch_size": 2,
+                                                "eval_problems_per_chunk": 4}})
   steps = lambda n: {**started, "train": {**started["train"], "num_steps": n}}
   (tmp_path / "config.json").write_text(json.dumps(steps(300)))
   build.check_resumable(str(tmp_path), steps(600))  # a finished run is extended
@@ -589,6 +602,38 @@ def test_seed_mean_keeps_shared_counts_whole():
   # Per-problem values stay with their seed: the mean leaves them out.
   per_problem = [dict(s, per_problem={"num_correct": [i, 2]}) for i, s in enumerate(summaries)]
   assert loop._mean_summary(per_problem) == mean  # pylint: disable=protected-access
+
+def test_evaluation_shaped_for_an_accelerator_gives_the_cpus_numbers(setup):
+  """Three seeds evaluated two at a time (vmapped) with 2 problems per call, as an
+  accelerator's defaults batch them, give every seed's summary, forced accuracy
+  and KL to the base model of one seed and one problem per call (a CPU's)."""
+  env, params, mc, base = setup
+  policy = jax.tree.map(
+      lambda x: jnp.stack([x, x + 0.05 * jnp.sin(x * 7.0), x - 0.05 * jnp.cos(x * 3.0)]), base)
+  problems = {"test": jax.tree.map(np.asarray, env.sample_problems(jax.random.key(9), params, 5))}
+  evaluate_with = lambda **shape: loop.evaluate_seeds(
+      policy, mc, env, problems, loop.RunSettings(
+          num_seeds=3, eval_num_problems=5, eval_num_samples=4, eval_forced_problems=1,
+          eval_forced_samples=2, **shape), step=2, base_params=base)
+  one_at_a_time = evaluate_with(eval_seed_batch_size=1, eval_problems_per_chunk=1)
+  batched = evaluate_with(eval_seed_batch_size=2, eval_problems_per_chunk=2)
+  def flat(tree, path=""):
+    """{path: leaf}, through dicts and lists of dicts (the per-seed summaries)."""
+    if isinstance(tree, dict):
+      items = tree.items()
+    elif isinstance(tree, list) and tree and isinstance(tree[0], dict):
+      items = enumerate(tree)
+    else:
+      return {path: tree}
+    return {k: v for key, sub in items for k, v in flat(sub, f"{path}/{key}").items()}
+  expected, got = flat(one_at_a_time), flat(batched)
+  assert expected.keys() == got.keys()
+  for name, value in expected.items():
+    close = isinstance(value, (float, list))
+    assert got[name] == (pytest.approx(value, rel=1e-4, abs=1e-6) if close else value), name
+  seeds = one_at_a_time["test"]["seeds"]
+  assert seeds[0]["per_problem"] != seeds[1]["per_problem"]  # the seeds differ
+
 
 RESUME = dataclasses.replace(TINY, num_steps=6, steps_per_chunk=1)
 SETTINGS = loop.RunSettings(num_seeds=2, eval_every=2, checkpoint_every=2,
