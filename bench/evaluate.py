@@ -1,7 +1,7 @@
 """A final-comparison run's evaluation, shaped several ways, timed side by side.
 
   python -m bench.evaluate [--domain multiplication] [--problems 128] [--seeds 5]
-      [--splits validation,test,ood] [--repeats 1]
+      [--splits validation,test,ood] [--shapes before,auto,1x1,5x1,1x16,5x16] [--repeats 1]
 
 Times `polyepo.loop.evaluate_seeds` as a run of configs/sweeps/final.py calls it
 at its end (64 samples per problem, each strategy's forced accuracy on 16
@@ -12,7 +12,7 @@ seed (each seed draws its own samples), in turn in this process:
              chunk (how evaluate_seeds sampled before it had
              `run.eval_seed_batch_size` and `run.eval_problems_per_chunk`)
   auto       the run's defaults (both 0: by platform)
-  S × P      S seeds in one vmapped call, P problems per call
+  SxP        S seeds in one vmapped call, P problems per call
 
 and prints each one's seconds and its ratio to `before`. Every shape draws the
 same samples (to float tolerance, tests/test_train.py), so only the speed
@@ -58,6 +58,8 @@ def main():
   parser.add_argument("--problems", type=int, default=128, help="problems per split")
   parser.add_argument("--seeds", type=int, default=5)
   parser.add_argument("--splits", default=",".join(splits.EVAL_SPLITS))
+  parser.add_argument("--shapes", default="before,auto,1x1,SEEDSx1,1x16,SEEDSx16",
+                      help="shapes timed (SEEDS: --seeds)")
   parser.add_argument("--repeats", type=int, default=1)
   args = parser.parse_args()
   config = pretrain_config.get_config(f"domain={args.domain}")
@@ -66,14 +68,15 @@ def main():
   problems = build.eval_problems(args.domain, tuple(args.splits.split(",")), args.problems)
   settings = dict(num_seeds=args.seeds, eval_num_problems=args.problems, eval_num_samples=64,
                   eval_forced_problems=16, eval_forced_samples=8)
-  shapes = {"before": None, "auto": (0, 0)}
-  for seeds in sorted({1, args.seeds}):
-    for chunk in (1, 16):
-      shapes[f"{seeds} × {chunk}"] = (seeds, chunk)
+  named = {"before": None, "auto": (0, 0)}
+  shapes = {"before": None}  # the ratios' reference
+  for name in args.shapes.replace("SEEDS", str(args.seeds)).split(","):
+    shapes[name] = named[name] if name in named else tuple(int(x) for x in name.split("x"))
 
-  def run(shape, num_problems):
+  def run(shape, num_problems, split_names=tuple(problems)):
     sized = dict(settings, eval_num_problems=num_problems)
-    subset = jax.tree.map(lambda x: x[:num_problems], problems)
+    subset = {name: jax.tree.map(lambda x: x[:num_problems], problems[name])
+              for name in split_names}
     if shape is None:
       return _before(params, model_config, env, subset, loop.RunSettings(**sized), step=300)
     return loop.evaluate_seeds(params, model_config, env, subset, loop.RunSettings(
@@ -82,8 +85,9 @@ def main():
   print(f"{args.domain}: evaluation of a {args.seeds}-seed run, {len(problems)} split(s) × "
         f"{args.problems} problems × 64 samples + forced accuracy; {machine.describe()}")
   seconds = {name: [] for name in shapes}
-  for name, shape in shapes.items():
-    run(shape, 16 if shape is None or shape[1] <= 1 else shape[1])  # compile, warm up
+  for name, shape in shapes.items():  # compile and warm up on one split (16: forced's problems)
+    run(shape, min(args.problems, 16 if shape is None else max(16, shape[1])),
+        split_names=tuple(problems)[:1])
   for _ in range(args.repeats):
     for name, shape in shapes.items():  # in turn, so drift spreads over all of them
       tic = time.perf_counter()
