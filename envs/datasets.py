@@ -6,12 +6,14 @@ name, or a 'package.module:Class' env defined anywhere, stored under
 with TFDS:
 
 * `validation` and `test`: the training distribution (`env.default_params()`)
-  restricted to the problems `polyepo.splits` holds out of training by their
-  hash, so no evaluation problem is ever trained on; `validation` picks
-  settings, `test` reports them;
+  restricted to the exercises `polyepo.splits` holds out of training by a
+  hash of each problem's exercise (`env.canonical_form`), so no evaluation
+  problem is ever trained on, in any surface form (b * a for a * b, another
+  leading coefficient for the same roots); `validation` picks settings, `test`
+  reports them;
 * `ood`: `env.ood_params()`, a shift each domain names (larger factors for
   multiplication, larger leading coefficients for polynomial roots) with a
-  support disjoint from training's.
+  support disjoint from training's, restricted to the `test` exercises.
 
   problems = envs.datasets.load_split("multiplication", "ood")  # numpy pytree
   reward, label = env.score(problems, responses)
@@ -88,7 +90,7 @@ def sample_split(env_name: str, split: str, size: int, seed: int = 0):
   params = env.ood_params() if split == "ood" else env.default_params()
   key = jax.random.fold_in(jax.random.PRNGKey(seed), splits.EVAL_SPLITS.index(split))
   problems = splits.sample(env, key, params, size, split)
-  if split != "ood" and env.hold_out and not bool(np.all(splits.in_split(problems, split))):
+  if env.hold_out and not bool(np.all(splits.in_split(env, problems, split))):
     raise RuntimeError(f"Could not draw {size} {env_name} problems of split {split!r}.")
   return jax.tree.map(np.asarray, problems)
 
@@ -96,10 +98,12 @@ def sample_split(env_name: str, split: str, size: int, seed: int = 0):
 class SyntheticProblems(tfds.core.GeneratorBasedBuilder):
   """Fixed `test` / `ood` problem sets of a synthetic domain (see module doc)."""
 
-  VERSION = tfds.core.Version("2.0.0")
+  VERSION = tfds.core.Version("3.0.0")
   RELEASE_NOTES = {"1.0.0": "Initial release.",
                    "2.0.0": "A validation split; validation and test held out of training "
-                            "by problem hash; ood disjoint from training."}
+                            "by problem hash; ood disjoint from training.",
+                   "3.0.0": "Held out by exercise (env.canonical_form), not surface form; "
+                            "ood restricted to the test exercises."}
   BUILDER_CONFIGS = [_config(name, 256, 0) for name in envs.NAMES]
   # Nothing is downloaded, so there is no checksums file. Saying so also skips
   # `code_path`, which needs `importlib_resources` (not installed here).

@@ -28,9 +28,14 @@ and reports every failure at once. What they hold an env to (see
 * `render_round_trip`: `parse_problems(question_text(p))` gives p back,
   `text_to_tokens(response_text(r))` gives r up to EOS, and `render` is the two.
 * `parse_errors`: a question that is no problem raises ValueError quoting it.
+* `canonical_form`: (envs with `hold_out`) `canonical_form` gives each problem
+  one row, the same under `jit` and `vmap`; problems with equal forms (the same
+  exercise) share an answer, a correct response to one earns 1 on the other,
+  and share a split.
 * `held_out`: (envs with `hold_out`) training draws (`polyepo.splits.sample`)
-  never include a `validation` or `test` problem, and no `ood` problem is ever
-  a training problem (the ood shift leaves the training support).
+  never include an exercise of `validation`, `test` or `ood` in any surface
+  form, and no `ood` problem is ever a training problem (the ood shift leaves
+  the training support).
 """
 
 from typing import Callable, Dict, Optional, Sequence
@@ -248,9 +253,64 @@ def check_parse_errors(env, params, key, num_problems):
     raise AssertionError(f"parse_problems accepted {NOT_A_PROBLEM!r}")
 
 
+def _rows(tree) -> np.ndarray:
+  """i64[B, W]: each row's numbers, every leaf of a pytree with leading axis B."""
+  leaves = [np.asarray(x).reshape(np.shape(x)[0], -1) for x in jax.tree.leaves(tree)]
+  return np.concatenate(leaves, axis=1).astype(np.int64)
+
+
 def _problem_rows(problems) -> set:
-  leaves = [np.asarray(x).reshape(np.shape(x)[0], -1) for x in jax.tree.leaves(problems)]
-  return set(map(tuple, np.concatenate(leaves, axis=1).tolist()))
+  return set(map(tuple, _rows(problems).tolist()))
+
+
+def check_canonical_form(env, params, key, num_problems, num_draws=512):
+  """Equal canonical forms: one answer, one split (and a form per problem).
+
+  Draws `num_draws` problems (more than the other checks, to find problems of
+  one exercise in different surface forms: b * a beside a * b), demonstrates
+  one applicable strategy on each and scores it on the next problem of its
+  exercise. `num_problems` is not used.
+  """
+  del num_problems
+  if not env.hold_out:
+    return
+  key_p, key_d = jax.random.split(jax.random.fold_in(key, 4))
+  problems = env.sample_problems(key_p, params, num_draws)
+  forms = env.canonical_form(problems)
+  assert all(np.shape(x)[0] == num_draws for x in jax.tree.leaves(forms)), (
+      "every leaf of canonical_form must have leading axis B")
+  rows = _rows(forms)
+  np.testing.assert_array_equal(_rows(jax.jit(env.canonical_form)(problems)), rows,
+                                err_msg="canonical_form differs under jit")
+  even = num_draws // 2 * 2
+  halves = jax.tree.map(lambda x: x[:even].reshape((2, -1) + x.shape[1:]), problems)
+  mapped = jax.tree.map(lambda x: x.reshape((even,) + x.shape[2:]),
+                        jax.vmap(env.canonical_form)(halves))
+  np.testing.assert_array_equal(_rows(mapped), rows[:even],
+                                err_msg="canonical_form differs under vmap")
+  exercise = np.unique(rows, axis=0, return_inverse=True)[1].reshape(-1)
+  # Each problem's partner: the next problem of its exercise, cyclically (itself if alone).
+  order = np.argsort(exercise, kind="stable")
+  grouped = exercise[order]
+  position = np.arange(num_draws)
+  following = np.where(position + 1 < np.searchsorted(grouped, grouped, side="right"),
+                       position + 1, np.searchsorted(grouped, grouped))
+  partner = np.empty(num_draws, int)
+  partner[order] = order[following]
+  strategies = np.argmax(np.asarray(env.applicable(problems)), axis=1).astype(np.int32)
+  responses, _ = env.demonstrate(key_d, problems, jnp.asarray(strategies))
+  responses = np.asarray(responses)
+  others = jax.tree.map(lambda x: x[partner], problems)
+  reward, _ = env.score(others, jnp.asarray(responses))
+  bad = np.asarray(reward) != 1
+  assert not bad.any(), (
+      f"{bad.sum()} correct responses earn 0 on a problem of the same canonical form: one "
+      "exercise must have one answer. The responses, then the problems they earn 0 on:\n    "
+      + _examples(env, problems, responses, bad) + "\n    "
+      + _examples(env, others, responses, bad))
+  buckets = np.asarray(splits.bucket(env, problems))
+  apart = buckets != buckets[partner]
+  assert not apart.any(), f"{apart.sum()} problems are in another split than their exercise"
 
 
 def check_held_out(env, params, key, num_problems, num_draws=4096):
@@ -258,14 +318,19 @@ def check_held_out(env, params, key, num_problems, num_draws=4096):
   if not env.hold_out:
     return
   default = env.default_params()
-  train = _problem_rows(splits.sample(env, key, default, num_draws, "train"))
-  for split in ("validation", "test"):
-    held = splits.sample(env, jax.random.fold_in(key, 1), default, num_draws // 8, split)
-    assert np.asarray(splits.in_split(held, split)).all(), f"a {split} draw is outside {split}"
-    leaked = train & _problem_rows(held)
-    assert not leaked, f"{len(leaked)} {split} problems drawn for training, e.g. {sorted(leaked)[:3]}"
+  train_problems = splits.sample(env, key, default, num_draws, "train")
+  assert np.asarray(splits.in_split(env, train_problems, "train")).all(), (
+      "a train draw is outside train")
+  train = _problem_rows(env.canonical_form(train_problems))
+  for split in ("validation", "test", "ood"):
+    params = env.ood_params() if split == "ood" else default
+    held = splits.sample(env, jax.random.fold_in(key, 1), params, num_draws // 8, split)
+    assert np.asarray(splits.in_split(env, held, split)).all(), f"a {split} draw is outside {split}"
+    leaked = train & _problem_rows(env.canonical_form(held))
+    assert not leaked, (f"{len(leaked)} {split} exercises drawn for training (canonical forms "
+                        f"{sorted(leaked)[:3]})")
   ood = _problem_rows(env.sample_problems(jax.random.fold_in(key, 2), env.ood_params(), num_draws))
-  both = train & ood
+  both = _problem_rows(train_problems) & ood
   assert not both, (f"{len(both)} ood problems are training problems, e.g. {sorted(both)[:3]}: "
                     "ood_params must shift the support away from default_params'")
 
@@ -282,6 +347,7 @@ CHECKS: Dict[str, Callable] = {
     "jit_vmap": check_jit_vmap,
     "render_round_trip": check_render_round_trip,
     "parse_errors": check_parse_errors,
+    "canonical_form": check_canonical_form,
     "held_out": check_held_out,
 }
 

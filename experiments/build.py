@@ -182,10 +182,12 @@ def base_report(config, env, model_config, params):
 
 def run_record(config, env) -> Dict[str, Any]:
   """What a run's config.json holds: its config, its algorithm's label
-  (`algorithms.label_of`) and the domain's {strategy: family}, so that the
-  report reads them instead of rebuilding either."""
+  (`algorithms.label_of`), the domain's {strategy: family}, so that the report
+  reads them instead of rebuilding either, and the split scheme
+  (`splits.SCHEME`), which decides the problems it trains and is evaluated on."""
   return dict(config.to_dict(), algorithm=algorithms.label_of(config.train.to_dict()),
-              strategy_families=dict(zip(env.strategy_names, env.strategy_families)))
+              strategy_families=dict(zip(env.strategy_names, env.strategy_families)),
+              splits=splits.SCHEME)
 
 
 # Config fields that change how a run is computed, or where its base model is
@@ -221,14 +223,17 @@ def check_resumable(workdir: str, config_record: Dict[str, Any]) -> None:
   from RESUMABLE_CHANGES, a raised EXTENDABLE field and a TrainConfig or
   RunSettings field added since the run started, at its default
   (`added_defaults`); any other field that only one of them has counts as
-  changed. Raises ValueError naming each changed field with both values.
+  changed. The split scheme is always today's (`splits.SCHEME`): a run started
+  under another trained and was evaluated on other problems. Raises ValueError
+  naming each changed field with both values.
   """
   path = os.path.join(workdir, "config.json")
   if not os.path.exists(path):
     return
   with open(path) as f:
     started = traverse_util.flatten_dict(json.load(f), sep=".")
-  now = traverse_util.flatten_dict(json.loads(json.dumps(config_record, default=str)), sep=".")
+  now = traverse_util.flatten_dict(json.loads(json.dumps(
+      dict(config_record, splits=splits.SCHEME), default=str)), sep=".")
   unset = object()
   defaults = json.loads(json.dumps(added_defaults(), default=str))
   added = lambda k: k not in started and k in defaults and now.get(k, unset) == defaults[k]

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from configs import claims as claims_registry
 from experiments import algorithms, stats
 from polyepo import splits
 
@@ -25,7 +26,7 @@ PER_PROBLEM_KEYS = {"distinct_correct": "distinct_correct", "distinct": "distinc
                     "distinct_correct_families": "distinct_correct_families",
                     "branch_point": "branch_point", "majority_vote": "majority_vote"}
 DISCOVERY_SHARE = 0.01  # a strategy is discovered once this share of rollouts is correct with it
-RARE_SHARE = 0.01       # a strategy is rare under this share of the base model's test samples
+RARE_SHARE = claims_registry.RULE["rare_share"]  # rare: under this share of the base's test samples
 DOMAIN_TITLES = {"multiplication": "Multiplication", "polynomial_roots": "Polynomial roots"}
 
 

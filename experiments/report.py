@@ -69,7 +69,7 @@ from absl import app, flags
 
 from experiments import cli, critics, optimum, stats
 from experiments.archive import archive_sweeps, sweep_info, unfinished
-from experiments.claims import bullets, claims, critic_claims, lambda_table
+from experiments import claims as claims_lib
 from experiments.records import (DISCOVERY_SHARE, DOMAIN_TITLES, RARE_SHARE, RunRecord,
                                  is_complete, load_runs, rare_strategies, require_per_problem,
                                  select_rows, strategy_families)
@@ -95,8 +95,10 @@ INTRO = (
     "each resampling the problems and the seeds with replacement; percentiles 2.5 and "
     "97.5). A claim compares two rows of a domain by the paired bootstrap of their "
     "difference (the same problems drawn for both, seeds drawn independently) and holds "
-    "only if that whole interval clears the claim's margin; with fewer than 2 seeds on "
-    "either side it is not judged. *distinct (correct)*: distinct (correct) strategies "
+    "only if that whole interval clears the claim's margin; the claims are preregistered "
+    "(`configs/claims.py`) and a domain's intervals are simultaneous (Bonferroni: each at "
+    "1 − 0.05/T for the T intervals of its claims); with fewer than 2 seeds on either side "
+    "a claim is not judged. *distinct (correct)*: distinct (correct) strategies "
     "among a problem's samples, averaged over problems; *families*: the same count over "
     "strategy families; *branch point*: mean shared-prefix length of two samples; "
     "*majority vote*: accuracy of the most common answer among all samples. "
@@ -114,8 +116,19 @@ SOURCES_NOTE = (
 LAMBDA_NOTE = (
     "Every λ trained on the same budget as the comparison's reward-shaping row (its "
     "learning rate, seeds, steps and evaluation); each difference is Poly-EPO minus "
-    "reward shaping at that λ with its paired interval: ahead (behind) when the whole "
-    "interval lies above (below) 0. The plot: `shaping_lambda.png`.")
+    "reward shaping at that λ with its paired interval at the claims' simultaneous level: "
+    "ahead (behind) when the whole interval lies above (below) 0. The plot: "
+    "`shaping_lambda.png`.")
+
+
+def claims_note(judged: claims_lib.Judgement) -> str:
+  """The line above a domain's claims: the family's size and level."""
+  rule = claims_lib.registry.RULE
+  return (f"Preregistered in `configs/claims.py` (the seeds' wording first, with its source). "
+          f"{judged.num_intervals} intervals, each at {judged.level:.3f}% (Bonferroni: "
+          f"α = {rule['alpha']:g} over the domain's family) from {rule['replicates']} "
+          f"bootstrap replicates; registered at {rule['steps']} steps and {rule['seeds']} "
+          "seeds per row.")
 
 
 def markdown(runs: List[RunRecord], sweep_dirs: Sequence[str]) -> str:
@@ -154,16 +167,12 @@ def markdown(runs: List[RunRecord], sweep_dirs: Sequence[str]) -> str:
               f"First training step at which at least {DISCOVERY_SHARE:.0%} of the rollouts "
               "are correct and follow the strategy (seed mean):", "",
               discovery_table(rows, families), ""]
-    lines += [f"### {title} — the papers' claims", ""] + bullets(claims(rows)) + [""]
-    critic = critic_claims(rows)
-    if critic:
-      lines += ([f"### {title} — the same claims for PPO and Poly-PPO", ""] + bullets(critic)
-                + [""])
-    shaping = lambda_table(runs, rows, domain)
-    if shaping:
-      table, claim = shaping
+    judged = claims_lib.judge(runs, rows, domain)
+    lines += [f"### {title} — the preregistered claims", "", claims_note(judged), ""]
+    lines += claims_lib.bullets(judged.claims) + [""]
+    if judged.lambda_lines:
       lines += [f"### {title} — reward shaping across λ against Poly-EPO (`test`)", "",
-                LAMBDA_NOTE, ""] + table + ["", *claim.lines, ""]
+                LAMBDA_NOTE, ""] + judged.lambda_lines + [""]
     sources = pass_at_1_sources(rows)
     if sources:
       lines += [f"### {title} — where each pass@1 difference to GRPO comes from (`test`)", "",

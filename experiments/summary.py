@@ -5,8 +5,9 @@
 {domain: {algorithm key: {split: {metric: {"mean", "ci_low", "ci_high",
 "seeds"}}, "strategy_share": {...}}, "claims": [...], "predicted_optimum": {...},
 "critic": {...}}}: every row of report.md with a key in `experiments.algorithms`, the
-base model's "forced_accuracy", every claim of report.md with its verdict and the
-paired interval it rests on (`experiments.claims`), the optimal strategy mixtures'
+base model's "forced_accuracy", every preregistered claim of report.md with its
+definition, verdict and the paired interval it rests on (`experiments.claims`), and
+"claims_family", the family's size and simultaneous level, the optimal strategy mixtures'
 predicted pass@1, distinct correct and shares beside the measured ones
 (`experiments.optimum`), and the critics' explained variance beside its bound
 (`experiments.critics`); numbers rounded to `tables.DECIMALS`, keys sorted.
@@ -16,20 +17,23 @@ import json
 from typing import Any, Dict, List
 
 from experiments import algorithms, critics, optimum
-from experiments.claims import claims, critic_claims, lambda_table
+from experiments import claims as claims_lib
 from experiments.records import RunRecord, num_seeds, select_rows, value
 from experiments.tables import PASS_KS, rounded
 from polyepo import splits
 
 SUMMARY_METRICS = tuple(f"pass@{k}" for k in PASS_KS) + (
     "distinct_correct", "distinct", "distinct_correct_families", "majority_vote")
+
+
 def summary(runs: List[RunRecord]) -> Dict[str, Any]:
   """{domain: {algorithm key: {split: {metric: {"mean", "ci_low", "ci_high", "seeds"}},
   "strategy_share": {strategy: final test share}}, "claims": [...]}}; the base
   model also has "forced_accuracy" (test) when recorded. Rows without an
   entry in `algorithms.ALGORITHMS` are left out; so are metrics not evaluated (pass@k for k
   above the samples). "claims" holds report.md's claims in its order
-  (`Claim.to_json`: statement, verdict and the paired interval it rests on);
+  (`Judged.to_json`: id, statement, source, definition, verdict and the paired
+  intervals it rests on), "claims_family" their number of intervals and level;
   "predicted_optimum" holds `optimum.summary` (absent without a row to predict), "critic"
   `critics.summary` (absent without a row with a critic)."""
   out = {}
@@ -59,11 +63,13 @@ def summary(runs: List[RunRecord]) -> Dict[str, Any]:
         if label == "Base" and test.get("forced_accuracy") is not None:
           entry["forced_accuracy"] = {n: rounded(a) for n, a in test["forced_accuracy"].items()}
       out[domain][algorithms.BY_LABEL[label].key] = entry
-    judged = claims(rows) + critic_claims(rows)
-    shaping = lambda_table(runs, rows, domain)
-    if shaping:
-      judged.append(shaping[1])
-    out[domain]["claims"] = [claim.to_json() for claim in judged]
+    judged = claims_lib.judge(runs, rows, domain)
+    out[domain]["claims"] = [claim.to_json() for claim in judged.claims]
+    rule = claims_lib.registry.RULE
+    out[domain]["claims_family"] = {
+        "intervals": judged.num_intervals, "level": round(judged.level, 6),
+        "alpha": rule["alpha"], "correction": rule["correction"],
+        "replicates": rule["replicates"]}
     predicted = optimum.summary(rows)
     if predicted:
       out[domain]["predicted_optimum"] = predicted

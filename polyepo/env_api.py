@@ -38,8 +38,9 @@ class Env(Protocol):
     eos_id: the token that ends a response.
     max_response_len: T, the response budget in tokens (EOS included).
     hold_out: whether the `validation` and `test` problems are held out of
-      training by a hash of the problem (`polyepo.splits`); False only for a
-      problem space too small to split.
+      training by a hash of each problem's exercise (`canonical_form`,
+      `polyepo.splits`); False only for a problem space too small to split
+      (such an env need not define `canonical_form`).
     has_step_boundaries: whether the env implements `step_boundaries`
       (estimators that grow vines from reasoning steps need it).
 
@@ -63,10 +64,24 @@ class Env(Protocol):
 
   def ood_params(self) -> Params:
     """The shifted distribution of the `ood` split: its support is disjoint
-    from `default_params`' (a shift the domain names, e.g. larger operands)."""
+    from `default_params`' (a shift the domain names, e.g. larger operands);
+    `polyepo.splits` draws from it the `test` exercises only."""
 
   def sample_problems(self, key, params: Params, batch_size: int) -> Problems:
     """Draws `batch_size` problems; a pytree with leading axis B."""
+
+  def canonical_form(self, problems: Problems):
+    """A pytree with leading axis B, equal for two problems iff they are the same exercise.
+
+    What makes two problems the same exercise is the domain's to say: what a
+    model trained on one has learnt about the other (multiplication: the
+    unordered pair, since long multiplication by a on a * b writes what long
+    multiplication by b writes on b * a; polynomial roots: the root multiset,
+    every leading coefficient together). `polyepo.splits` hashes it, so every
+    problem of an exercise falls in one split and an evaluation problem's
+    exercise is never trained on; equal forms must have equal answers
+    (`envs.testing.check_env` checks both).
+    """
 
   def prompt_tokens(self, problems: Problems):
     """i32[B, P]: the prompt of each problem."""

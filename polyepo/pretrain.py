@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from polyepo import accumulation, checkpoint, checks, corpus
+from polyepo import accumulation, checkpoint, checks, corpus, splits
 from polyepo import model as model_lib
 
 
@@ -297,6 +297,8 @@ def cache_key_fields(description: Dict[str, Any], model_config: model_lib.Transf
 
   Leaves out what changes only how it is computed (`COMPUTE_FIELDS`, and the
   default float32 matmuls), so that those settings find the same cached model.
+  Holds `splits.SCHEME`, which decides the training problems, so that a model
+  pretrained under another split scheme is never reused.
   """
   model_fields = dataclasses.asdict(model_config)
   if model_fields["matmul_dtype"] == "float32":  # the default compute is implied
@@ -304,7 +306,7 @@ def cache_key_fields(description: Dict[str, Any], model_config: model_lib.Transf
   pretrain_fields = {k: v for k, v in dataclasses.asdict(config).items()
                      if k not in COMPUTE_FIELDS}
   return {"env": description, "model": model_fields, "pretrain": pretrain_fields,
-          "seed": seed}
+          "seed": seed, "splits": splits.SCHEME}
 
 
 # Model fields that change how the model computes, not which parameters it has:

@@ -142,6 +142,10 @@ class Addition(env_lib.KitEnv):
     a, b = jax.random.randint(key, (2, batch_size), params.low, params.high + 1)
     return AdditionProblems(a.astype(jnp.int32), b.astype(jnp.int32))
 
+  def canonical_form(self, problems):  # a + b and b + a are one exercise
+    return jnp.stack([jnp.minimum(problems.a, problems.b),
+                      jnp.maximum(problems.a, problems.b)], axis=1)
+
   def prompt_tokens(self, problems):
     n = problems.a.shape[0]
     return jnp.concatenate([symbols.int_to_tokens(problems.a, 2), jnp.full((n, 1), PLUS),

@@ -132,7 +132,8 @@ def test_a_domain_outside_envs_gets_its_splits_under_its_slug(tmp_path):
   under `envs.slug` ('addition_env-Addition') and hold out their problems."""
   test = datasets.load_split("addition_env:Addition", "test", data_dir=str(tmp_path), size=16)
   assert test.a.shape == (16,) and ((10 <= np.asarray(test.a)) & (test.a <= 69)).all()
-  assert np.asarray(polyepo_splits.in_split(test, "test")).all()
+  env, _ = envs.make("addition_env:Addition")
+  assert np.asarray(polyepo_splits.in_split(env, test, "test")).all()
   assert (tmp_path / "synthetic_problems" / "addition_env-Addition-16-seed0").is_dir()
   np.testing.assert_array_equal(
       test.b, datasets.sample_split("addition_env:Addition", "test", 16).b)

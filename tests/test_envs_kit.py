@@ -217,8 +217,16 @@ class _ParseSaysNothing(addition_env.Addition):
       raise ValueError("bad question") from None
 
 
+class _FormIgnoresTheTens(addition_env.Addition):
+  """Broken: 12 + 30 and 22 + 30 are one exercise, with different answers."""
+
+  def canonical_form(self, problems):
+    return super().canonical_form(problems.replace(a=problems.a % 10))
+
+
 @pytest.mark.parametrize("broken, check", [
     (_RewardsTheTrace, "reward_from_problem"),
+    (_FormIgnoresTheTens, "canonical_form"),
     (_SlipsLoseTheirLabel, "slips"),
     (_AcceptsTruncation, "truncation"),
     (_ParseSaysNothing, "parse_errors"),

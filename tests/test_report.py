@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from experiments import archive, records, report, stats
+from polyepo import splits
 from sweep_dirs import ROOT, committed
 
 
@@ -66,7 +67,9 @@ def test_report_tables_follow_the_run_directories(tiny_sweep, tmp_path):
   base = [json.loads(l) for l in open(sweep_dir / "runs" / "grpo-smoke" / "eval.jsonl")][0]
   assert base["step"] == 0
   assert "| Base (step 0) | 2 | 0 |" in text
-  assert "the papers' claims" in text and "needs Base, GRPO and Poly-EPO" in text
+  assert "the preregistered claims" in text and ": no Poly-EPO row" in text
+  # The smoke runs' few steps are not the registered 300: GRPO's claim is not judged.
+  assert "not judged (GRPO trained " in text
   assert "— discovery" in text and "| strategy | family |" in text
   assert "— the price of diversity, predicted (`test`)" in text   # GRPO's row
   assert "## Sweeps" in text
@@ -81,11 +84,16 @@ def test_summary_json_holds_the_final_evaluations(tiny_sweep, tmp_path):
   domain = json.load(open(sweep_dir / "runs" / "grpo-smoke" / "config.json"))["domain"]
   assert list(summary) == [domain]
   assert set(summary[domain]) == {"base", "grpo", "reward_shaping", "claims",
-                                  "predicted_optimum"}
+                                  "claims_family", "predicted_optimum"}
   assert list(summary[domain]["predicted_optimum"]) == ["grpo"]   # tests/test_optimum.py
-  # No Poly-EPO run: the claims are listed as not evaluated, as in report.md.
-  assert summary[domain]["claims"] == [{"statement": "the papers' claims",
-                                        "verdict": "not evaluated"}]
+  # Every registered claim is listed, as in report.md: without a Poly-EPO run not
+  # evaluated, GRPO's not judged (the smoke runs are not the registered 300 steps).
+  verdicts = {c["id"]: c["verdict"] for c in summary[domain]["claims"]}
+  assert verdicts["poly_epo_keeps"] == "not evaluated"
+  assert verdicts["grpo_collapses"] == "not judged"
+  family = summary[domain]["claims_family"]
+  assert family["correction"] == "bonferroni" and family["intervals"] >= 44
+  assert family["level"] == pytest.approx(100 * (1 - 0.05 / family["intervals"]))
   grpo = summary[domain]["grpo"]
   splits = [s for s in ("validation", "test", "ood") if s in final]
   assert set(grpo) == set(splits) | {"strategy_share"}
@@ -146,12 +154,17 @@ def test_a_report_of_unfinished_sweeps_says_it_is_partial(tiny_sweep, tmp_path):
 @pytest.mark.parametrize("directory, sweeps", committed("report.md"))
 def test_committed_reports_regenerate_determinism_check(directory, sweeps, tmp_path):
   """Each committed report is what today's code makes of the run records archived beside it
-  (a determinism check: a changed table or verdict rule must be regenerated)."""
+  (a determinism check: a changed table or verdict rule must be regenerated). Records
+  made under an earlier split scheme are skipped: the report reads today's eval
+  problems (the optimum's applicability) and judges today's preregistered claims, and
+  their rerun on the exercise splits replaces them."""
   runs = records.load_runs(sweeps)
   try:
     records.require_per_problem(runs)
   except ValueError as err:
     pytest.skip(f"{directory}'s records predate per-problem eval values ({err})")
+  if any(run.config.get("splits") != splits.SCHEME for run in runs):
+    pytest.skip(f"{directory}'s runs were made before the split scheme {splits.SCHEME!r}")
   report.write_report(sweeps, str(tmp_path), plots=False)
   for name in ("report.md", "summary.json"):
     assert (tmp_path / name).read_text() == open(os.path.join(ROOT, directory, name)).read(), name

@@ -39,6 +39,13 @@ def test_one_problem_different_hand_worked():
   assert stats.judge(x, zeros, "within", 0.7).verdict == stats.FAILS
   assert stats.judge(zeros, x, "<").verdict == stats.FAILS          # high of b - a is 0
   assert stats.judge(zeros, x, "<", 0.01).verdict == stats.HOLDS
+  assert stats.judge(x, zeros, ">=").verdict == stats.HOLDS         # low 0 >= 0
+  assert stats.judge(x, zeros, ">=", 0.01).verdict == stats.FAILS
+  # At 99.9% the upper percentile is 99.95: P(<= 3/4) = 0.996 is below it, so the
+  # interval reaches 4/4 (with enough replicates that 1/256 of them land there).
+  wide = stats.difference_interval(x, zeros, level=99.9, replicates=20_000)
+  assert wide == (0.25, 0.0, 1.0)
+  assert stats.judge(x, zeros, "<", 0.8, level=99.9, replicates=20_000).verdict == stats.FAILS
 
 
 def test_seeds_are_resampled_hand_worked():
@@ -87,8 +94,8 @@ def test_bad_inputs_name_the_problem():
     stats.difference_interval(np.zeros((2, 4)), np.zeros((2, 5)))
   with pytest.raises(ValueError, match=r"values must be f\[seeds, problems\]"):
     stats.interval(np.zeros(4))
-  with pytest.raises(ValueError, match="relation must be one of '>', '<', 'within'"):
-    stats.judge(np.zeros((2, 4)), np.zeros((2, 4)), ">=")
+  with pytest.raises(ValueError, match="relation must be one of '>', '>=', '<', 'within'"):
+    stats.judge(np.zeros((2, 4)), np.zeros((2, 4)), "≥")
 
 
 def test_intervals_are_deterministic():

@@ -21,8 +21,8 @@ import pytest
 import envs
 import toy_env
 from experiments import build
-from polyepo import (accumulation, estimators, loop, model, parallel, pretrain, train,
-                     value_head, writers)
+from polyepo import (accumulation, estimators, loop, model, parallel, pretrain, splits,
+                     train, value_head, writers)
 
 SMALL = dict(width=32, num_layers=1, num_heads=2)
 TINY = train.TrainConfig(estimator="set_rl", prompts_per_step=2, samples_per_prompt=4,
@@ -548,9 +548,18 @@ def test_resuming_under_another_config_is_refused(tmp_path):
   started = {"train": {"learning_rate": 3e-5, "microbatch_rows": 32, "set_size": 4},
              "run": {"seed_batch_size": 0, "eval_splits": ("test", "ood")},
              "base": {"pretrain": {"preference_steps": 150, "microbatch_rows": 32},
-                      "cache_dir": ""}}
+                      "cache_dir": ""}, "splits": splits.SCHEME}
   (tmp_path / "config.json").write_text(json.dumps(started))
   build.check_resumable(str(tmp_path), started)  # the same config (tuples as saved lists)
+  # The split scheme is today's whatever the record says: a run started before it
+  # trained on other problems.
+  build.check_resumable(str(tmp_path), {k: v for k, v in started.items() if k != "splits"})
+  before = tmp_path / "before"
+  before.mkdir()
+  (before / "config.json").write_text(json.dumps(
+      {k: v for k, v in started.items() if k != "splits"}))
+  with pytest.raises(ValueError, match=r"another config: splits unset -> 'exercise'"):
+    build.check_resumable(str(before), started)
   compute = {"train": {**started["train"], "microbatch_rows": 0},
              "run": {**started["run"], "seed_batch_size": 1},
              "base": {"pretrain": {"preference_steps": 150, "microbatch_rows": 16},

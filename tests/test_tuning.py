@@ -1,6 +1,6 @@
 """Choosing each algorithm's setting on `validation` (experiments.records, experiments.tuning)
 and the sweeps that tune and then train the choice (configs/sweeps/tuning.py, final.py),
-on constructed run records, with reward shaping across λ (experiments.claims.lambda_table);
+on constructed run records, with reward shaping across λ (the λ claim, experiments.claims);
 and the committed tuning regenerated from its archived sweeps."""
 
 import json
@@ -105,7 +105,16 @@ def _tested(run, correct, distinct_correct, seeds=2):
   return run
 
 
-def test_lambda_table_judges_every_lambda_against_poly_epo():
+def _lambda_claim(runs, rows, lambdas):
+  """The registered λ claim judged alone, under the rule with these runs' 100 steps
+  and the λ values `lambdas`: (table lines, judged claim)."""
+  [claim] = [c for c in claims.registry.CLAIMS if c.kind == "lambda"]
+  rule = dict(claims.registry.RULE, steps=100, seeds=2, lambdas=lambdas)
+  judged = claims.judge(runs, rows, "multiplication", claims=[claim], rule=rule)
+  return judged.lambda_lines, judged.claims[0]
+
+
+def test_the_lambda_claim_judges_every_lambda_against_poly_epo():
   poly = _tested(_run("p", "poly_epo", "set_rl", 1e-4, [8] * P), 10, 3)
   # λ = 0.1 is the comparison's row (first sweep); the λ sweep adds 0.3 and 1.
   trade_off = _tested(_run("rs-0.1", "reward_shaping", "reward_shaping", 1e-4, [9] * P,
@@ -116,39 +125,44 @@ def test_lambda_table_judges_every_lambda_against_poly_epo():
                           lam=3.0)._replace(sweep=1), 10, 3)   # another budget: left out
   runs = [poly, trade_off, fewer, other_lr]
   rows = records.select_rows(runs, "multiplication")
-  lines, claim = claims.lambda_table(runs, rows, "multiplication")
-  assert [l.split(" | ")[0] for l in lines[2:4]] == ["| 0.1 (the comparison's row)", "| 0.3"]
+  lines, claim = _lambda_claim(runs, rows, (0.1, 0.3))
+  assert [l.split(" | ")[0] for l in lines[2:]] == ["| 0.1 (the comparison's row)", "| 0.3"]
   assert lines[2].endswith("| -0.188 [-0.188, -0.188]: Poly-EPO behind | "
                            "+2.000 [+2.000, +2.000]: Poly-EPO ahead |")
   assert lines[3].endswith("| +0.000 [+0.000, +0.000]: no clear difference | "
                            "+1.000 [+1.000, +1.000]: Poly-EPO ahead |")
   assert claim.verdict == "holds" and claim.lines[0].endswith("→ **holds**")
+  assert "(λ = 0.1, 0.3)" in claim.statement   # stated over the λ values tried
   # summary.json's entry: each λ's two differences, as in the table.
   entry = claim.to_json()
+  assert entry["id"] == "no_lambda" and entry["definition"]["kind"] == "lambda"
   assert [e["lam"] for e in entry["per_lambda"]] == [0.1, 0.3]
   assert entry["per_lambda"][0]["comparison_row"] and not entry["per_lambda"][1]["comparison_row"]
   assert entry["per_lambda"][0]["pass@1"] == {
       "difference": {"mean": -0.1875, "ci_low": -0.1875, "ci_high": -0.1875},
       "verdict": "Poly-EPO behind"}
   assert entry["per_lambda"][1]["distinct_correct"]["verdict"] == "Poly-EPO ahead"
-  # A λ that matches Poly-EPO on both fails the claim, and is named.
+  # A registered λ that matches Poly-EPO on both fails the claim, and is named.
   level = _tested(_run("rs-1", "reward_shaping", "reward_shaping", 1e-4, [9] * P,
                        lam=1.0)._replace(sweep=1), 10, 3)
-  _, claim = claims.lambda_table(runs + [level], rows, "multiplication")
+  _, claim = _lambda_claim(runs + [level], rows, (0.1, 0.3, 1.0))
   assert claim.verdict == "does not hold"
   assert claim.lines[0].endswith("→ **does not hold** (not ahead on either at λ = 1)")
-  # One seed is not judged; a single λ or no Poly-EPO row gives no table.
+  # A registered λ that did not run leaves the claim not evaluated: "no λ" is
+  # stated over the λ values tried, all of them.
+  lines, claim = _lambda_claim(runs, rows, (0.1, 0.3, 1.0))
+  assert claim.verdict == "not evaluated" and "λ = 1 did not run" in claim.lines[0]
+  # One seed is not judged; no Poly-EPO row is not evaluated.
   one_seed = _tested(_run("rs-1", "reward_shaping", "reward_shaping", 1e-4, [9] * P,
                           lam=1.0)._replace(sweep=1), 10, 3, seeds=1)
   single = [_tested(_run("p1", "poly_epo", "set_rl", 1e-4, [8] * P), 10, 3, seeds=1),
             _tested(_run("r1", "reward_shaping", "reward_shaping", 1e-4, [9] * P,
                          lam=0.1), 16, 1, seeds=1), one_seed]
-  _, claim = claims.lambda_table(single, records.select_rows(single, "multiplication"),
-                                 "multiplication")
+  _, claim = _lambda_claim(single, records.select_rows(single, "multiplication"), (0.1, 1.0))
   assert claim.verdict == "not judged" and "not judged" in claim.lines[0]
-  assert claims.lambda_table(runs[:2], rows, "multiplication") is None
-  assert claims.lambda_table(runs[1:], records.select_rows(runs[1:], "multiplication"),
-                             "multiplication") is None
+  lines, claim = _lambda_claim(runs[1:], records.select_rows(runs[1:], "multiplication"),
+                               (0.1, 0.3))
+  assert lines == [] and claim.verdict == "not evaluated" and "no Poly-EPO row" in claim.lines[0]
 
 
 def test_the_lambda_plot_draws_only_the_domains_where_lambda_was_swept(tmp_path):

@@ -239,6 +239,12 @@ class PolynomialRoots(env_lib.KitEnv):
     degree, coeffs, roots = problems_lib.sample(key, params, batch_size)
     return problems_lib.PolynomialProblems(degree=degree, coeffs=coeffs, roots=roots)
 
+  def canonical_form(self, problems):
+    """i32[B, 4]: the degree and the root multiset (ascending): an exercise is its
+    roots, whatever the leading coefficient, since scaling a polynomial changes
+    its coefficients and not how its roots are found."""
+    return jnp.concatenate([problems.degree[:, None], problems.roots], axis=1)
+
   def prompt_tokens(self, problems):
     """i32[B, P]: `c3x³+c2x²+c1x+c0=0` (cubics) or `c2x²+c1x+c0=0`, left-padded."""
     return problems_lib.prompts(problems.degree, problems.coeffs, self.prompt_len)
