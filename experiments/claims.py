@@ -330,3 +330,28 @@ def judge(runs: Sequence[RunRecord], rows: Dict[str, Dict[str, Any]], domain: st
     else:
       out.append(_compare(context, claim))
   return Judgement(out, total, level, lambda_lines)
+
+
+def unmarked_changes(summary: Dict[str, Any],
+                     claims: Sequence[registry.Claim] = registry.CLAIMS) -> List[str]:
+  """The claims a summary.json judged whose definition differs now without a Change.
+
+  Each claim entry with an id (entries judged before the registry have none) was
+  judged under the definition it records: it must be the registered claim's now,
+  or the claim must carry a Change whose `previous` is that definition. Returns
+  one line per claim that fails this (an id no longer registered included).
+  """
+  by_id = {claim.id: claim for claim in claims}
+  out = []
+  for domain, entries in summary.items():
+    for entry in entries.get("claims", []):
+      if "id" not in entry:
+        continue
+      claim = by_id.get(entry["id"])
+      if claim is None:
+        out.append(f"{domain}: {entry['id']!r} was judged and is no longer registered")
+      elif claim.definition() != entry["definition"] and not any(
+          change.previous == entry["definition"] for change in claim.changes):
+        out.append(f"{domain}: {entry['id']!r} changed after its result without a Change: "
+                   f"was {entry['definition']}, is {claim.definition()}")
+  return out
