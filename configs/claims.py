@@ -222,3 +222,9 @@ CRITIC_CLAIMS = (
 
 CLAIMS = SEEDS_CLAIMS + PROJECT_CLAIMS + CRITIC_CLAIMS
 """Every claim, in the report's order; each domain is judged on all of them."""
+
+
+def rows(claims: Tuple[Claim, ...] = CLAIMS) -> Tuple[str, ...]:
+  """The row labels the claims compare, each once, in the order they first appear:
+  the algorithms the rerun tunes and trains (configs/sweeps/tuning.py), and Base."""
+  return tuple(dict.fromkeys(label for claim in claims for label in (claim.a, claim.b)))

@@ -23,7 +23,7 @@ headline.fit_smoke).
 from configs import choices
 from configs.sweeps import headline, tuning
 
-FIRST_SEED = 100   # tuning runs use seeds 0 and 1 (run.seed = 0)
+FIRST_SEED = 100   # tuning runs use seeds 0, 1, 2 (run.seed = 0, TUNING's 3 seeds)
 BASE_RUN = "grpo"  # the run that also evaluates the base model (step 0)
 
 

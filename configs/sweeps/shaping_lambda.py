@@ -21,10 +21,10 @@ chosen=results/tuning/chosen.json, provisional=false (as configs/sweeps/final.py
 seeds=5, steps=300, size=default.
 """
 
-from configs import choices
+from configs import choices, claims
 from configs.sweeps import final, headline, tuning
 
-LAMBDAS = tuning.LAMBDAS
+LAMBDAS = claims.RULE["lambdas"]
 
 
 def get_sweep(arg=None):

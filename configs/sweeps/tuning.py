@@ -1,59 +1,51 @@
-r"""The tuning grid: every algorithm's learning rate, then its own knobs, on `validation`.
+r"""The tuning sweep: the registered learning-rate grid for every algorithm, on `validation`.
 
-Declared before any run; the choice is made by `python -m experiments.tuning`
-with the criterion of `experiments.records.CRITERION` (final `validation`
-pass@1). Two stages, so that every algorithm gets the same learning-rate grid
-and the knobs only the learning rate's best value:
-
-  stage=lr     every algorithm at its config's defaults, at each of LEARNING_RATES
-               (6 algorithms × 3 = 18 runs per domain);
-  stage=knobs  at the learning rate stage lr chose (read from `chosen`, the
-               chosen.json that experiments.tuning wrote for stage lr): reward
-               shaping's λ over LAMBDAS and Poly-EPO's set size n and advantage
-               normalisation (per prompt, over the batch, none) over
-               POLY_EPO_KNOBS, the defaults left out (they ran in stage lr):
-               3 + 5 runs per domain.
+Follows the tuning rule registered in configs/claims.py (`TUNING`) before any
+tuning run: every algorithm the claims compare (`ALGORITHMS`) trains at each of
+the same learning rates, with the same seeds and steps, every other field at its
+config file's default; `python -m experiments.tuning` chooses each one's
+learning rate by the best final `validation` pass@1 (`experiments.records.CRITERION`)
+and shows distinct correct beside it. A choice at the edge of its algorithm's grid
+is extended on that side, one step (× or ÷ `TUNING["extend_factor"]`) per round,
+until every choice is inside its grid:
 
   python -m experiments.sweep --sweep=configs/sweeps/tuning.py:domains=multiplication \
-      --sweep_dir=runs/sweeps/tuning-lr-multiplication
-  python -m experiments.tuning runs/sweeps/tuning-lr-multiplication --out=results/tuning/lr
-  python -m experiments.sweep --sweep=configs/sweeps/tuning.py:domains=multiplication,stage=knobs,chosen=results/tuning/lr/chosen.json \
-      --sweep_dir=runs/sweeps/tuning-knobs-multiplication
-  python -m experiments.tuning runs/sweeps/tuning-lr-multiplication \
-      runs/sweeps/tuning-knobs-multiplication --out=results/tuning --archive
+      --sweep_dir=runs/sweeps/tuning-multiplication
+  python -m experiments.tuning runs/sweeps/tuning-multiplication --out=results/tuning
+  # while results/tuning/chosen.json has a choice at an edge ("at_edge"):
+  python -m experiments.sweep \
+      --sweep=configs/sweeps/tuning.py:domains=multiplication,extend=results/tuning/chosen.json \
+      --sweep_dir=runs/sweeps/tuning-multiplication-extend1
+  python -m experiments.tuning runs/sweeps/tuning-multiplication \
+      runs/sweeps/tuning-multiplication-extend1 --out=results/tuning --archive
 
 Every tuning run trains `steps` steps (the final comparison's length) with
 `seeds` seeds and evaluates `validation` only (64 problems × 32 samples, at
 steps 0, 100, 200, 300), no forced accuracy: `test` and `ood` are never looked at.
+The final and λ sweeps (final.py, shaping_lambda.py) refuse a chosen.json whose
+choices are provisional: a tuning run unfinished, or a choice at its grid's edge.
 
-Config string: domains=all|multiplication|polynomial_roots, stage=lr|knobs,
-chosen=PATH (stage=knobs), provisional=false (true: accept a chosen.json written
-while tuning runs were unfinished), seeds=2, steps=300, size=default.
+Config string: domains=all|multiplication|polynomial_roots, extend=PATH (a
+chosen.json: only the next learning rate beyond each edge choice), provisional=false
+(true: extend from a chosen.json written while tuning runs were unfinished),
+seeds=3 and steps=300 (TUNING's), size=default.
 """
 
 import json
+from typing import Dict, List, Optional, Tuple
 
-from configs import choices
-from configs import reward_shaping
+from configs import choices, claims
 from configs.sweeps import headline
-from polyepo import train
+from experiments import algorithms
 
-LEARNING_RATES = (1e-5, 3e-5, 1e-4)
-# (config file, overrides naming the algorithm), in report order.
-ALGORITHMS = (("configs/grpo.py", {}), ("configs/reward_shaping.py", {}),
-              ("configs/poly_epo.py", {}),
-              ("configs/poly_epo.py", {"train.objective": "polychromic_correct_only"}),
-              ("configs/ppo.py", {}), ("configs/poly_ppo.py", {}))
-LAMBDAS = (0.1, 0.3, 1.0, 3.0)   # reward shaping's λ (its config's default among them)
-# Poly-EPO's (set size n, normalize, normalize_over): n in {4, 8} at N = 16
-# samples, each with advantages standardised per prompt, over the step's batch,
-# or not at all (normalize_over is unused then; its default is kept).
-POLY_EPO_KNOBS = tuple((n, normalize, over) for normalize, over in
-                       ((True, "prompt"), (True, "batch"), (False, "prompt")) for n in (4, 8))
-STAGES = ("lr", "knobs")
-# The chosen.json field (experiments.tuning) listing a domain's planned tuning
-# runs that had not finished: present only then.
+TUNING = claims.TUNING
+ALGORITHMS = tuple(a for a in algorithms.ALGORITHMS if a.label in claims.rows() and a.config)
+"""The algorithms tuned: every row the claims compare but the base model, in report order."""
+# The chosen.json fields (experiments.tuning) listing a domain's planned tuning
+# runs that had not finished, and the side of its grid a choice sits on
+# ("lowest", "highest", or "only" for a grid of one learning rate): present only then.
 UNFINISHED = "unfinished_tuning_runs"
+AT_EDGE = "at_edge"
 
 
 def tuning_overrides(seeds: int, steps: int, size: str):
@@ -67,12 +59,36 @@ def tuning_overrides(seeds: int, steps: int, size: str):
   return overrides
 
 
-def read_chosen(path: str, domain: str, *, provisional: bool = False):
+def algorithm_overrides(algorithm: algorithms.Algorithm, config_string: str) -> Dict[str, object]:
+  """The overrides that make `algorithm.config` run `algorithm`: its identifying
+  config.train values that the config file does not already set."""
+  from experiments import sweep  # pylint: disable=g-import-not-at-top
+  config = sweep.build_config(sweep.RunSpec(algorithm.key, algorithm.config, config_string, {}))
+  return {f"train.{k}": v for k, v in algorithm.train.items() if config.train[k] != v}
+
+
+def at_edge(learning_rate: float, grid) -> Optional[str]:
+  """The side of `grid` (the learning rates tried) that `learning_rate` sits on, or None."""
+  low, high = min(grid), max(grid)
+  if low == high:
+    return "only"
+  return "lowest" if learning_rate == low else "highest" if learning_rate == high else None
+
+
+def beyond(learning_rate: float, edge: str) -> Tuple[float, ...]:
+  """The learning rates one step past an edge choice, to 2 significant digits."""
+  factor = TUNING["extend_factor"]
+  steps = {"lowest": (1 / factor,), "highest": (factor,), "only": (1 / factor, factor)}[edge]
+  return tuple(float(f"{learning_rate * step:.2g}") for step in steps)
+
+
+def read_chosen(path: str, domain: str, *, provisional: bool = False, edges: bool = False):
   """{algorithm key: entry} of `domain` in a chosen.json (experiments.tuning).
 
   A domain whose tuning sweeps had unfinished runs when chosen.json was written
   has entries marked UNFINISHED: their choice may still change, so they are
-  refused unless `provisional`.
+  refused unless `provisional`. So is a choice marked AT_EDGE (the grid is to be
+  extended first), unless `edges` or `provisional`.
   """
   if not path:
     raise ValueError("chosen=PATH is empty; it names the chosen.json that "
@@ -89,45 +105,46 @@ def read_chosen(path: str, domain: str, *, provisional: bool = False):
     raise ValueError(f"chosen={path!r} is provisional for {domain!r}: {len(waiting)} tuning "
                      f"run(s) had not finished ({', '.join(waiting)}), so a choice may still "
                      f"change. Finish the tuning sweep and rerun experiments.tuning, or pass "
-                     f"provisional=true to train the choices as they stand.")
+                     f"provisional=true to use the choices as they stand.")
+  outside = sorted(f"{key} ({entry[AT_EDGE]})" for key, entry in chosen[domain].items()
+                   if AT_EDGE in entry)
+  if outside and not (edges or provisional):
+    raise ValueError(f"chosen={path!r} is provisional for {domain!r}: the choices of "
+                     f"{', '.join(outside)} sit at their grid's edge, and the registered "
+                     f"tuning rule extends the grid until each is inside "
+                     f"(configs/sweeps/tuning.py:extend={path}). Pass provisional=true to "
+                     f"use the choices as they stand.")
   return chosen[domain]
 
 
-def chosen_learning_rates(path: str, domain: str, *, provisional: bool = False):
-  """{algorithm key: learning rate} of `domain` in a chosen.json (read_chosen)."""
-  if not path:
-    raise ValueError("stage=knobs needs chosen=PATH, the chosen.json of stage lr "
-                     "(python -m experiments.tuning ... --out=DIR writes DIR/chosen.json).")
-  return {key: entry["overrides"]["train.learning_rate"]
-          for key, entry in read_chosen(path, domain, provisional=provisional).items()}
+def extension(path: str, domain: str, size: str, shared, provisional: bool) -> List[tuple]:
+  """The runs one step beyond each of `domain`'s edge choices in chosen.json `path`."""
+  runs = []
+  for key, entry in sorted(read_chosen(path, domain, provisional=provisional,
+                                       edges=True).items()):
+    if AT_EDGE not in entry:
+      continue
+    lr = entry["overrides"]["train.learning_rate"]
+    runs += [(entry["config_file"], f"domain={domain},size={size}", headline.fit_smoke(
+        dict(shared, **entry["overrides"], **{"train.learning_rate": new}), size))
+             for new in beyond(lr, entry[AT_EDGE])]
+  return runs
 
 
 def get_sweep(arg=None):
-  args = choices.parse_arg(arg, domains="all", stage="lr", chosen="", provisional=False,
-                          seeds=2, steps=300, size="default")
-  if args.stage not in STAGES:
-    raise ValueError(f"stage={args.stage!r} is not one of: {', '.join(STAGES)}.")
+  args = choices.parse_arg(arg, domains="all", extend="", provisional=False,
+                          seeds=TUNING["seeds"], steps=TUNING["steps"], size="default")
   shared = tuning_overrides(args.seeds, args.steps, args.size)
   runs = []
   for domain in headline.domains(args.domains):
     config_string = f"domain={domain},size={args.size}"
-    if args.stage == "lr":
-      runs += [(config_file, config_string, dict(shared, **algorithm, **{
-          "train.learning_rate": lr})) for config_file, algorithm in ALGORITHMS
-               for lr in LEARNING_RATES]
+    if args.extend:
+      runs += extension(args.extend, domain, args.size, shared, args.provisional)
       continue
-    lrs = chosen_learning_rates(args.chosen, domain, provisional=args.provisional)
-    for key in ("reward_shaping", "poly_epo"):
-      if key not in lrs:
-        raise ValueError(f"chosen={args.chosen!r} has no {key!r} for {domain!r}.")
-    default_lam = reward_shaping.get_config(config_string).train.lam
-    defaults = train.TrainConfig()
-    runs += [("configs/reward_shaping.py", config_string, dict(shared, **{
-        "train.learning_rate": lrs["reward_shaping"], "train.lam": lam}))
-             for lam in LAMBDAS if lam != default_lam]
-    runs += [("configs/poly_epo.py", config_string, headline.fit_smoke(dict(shared, **{
-        "train.learning_rate": lrs["poly_epo"], "train.set_size": n, "train.normalize": norm,
-        "train.normalize_over": over}), args.size))
-             for n, norm, over in POLY_EPO_KNOBS
-             if (n, norm, over) != (defaults.set_size, defaults.normalize, defaults.normalize_over)]
+    runs += [(algorithm.config, config_string, dict(
+        shared, **algorithm_overrides(algorithm, config_string), **{"train.learning_rate": lr}))
+             for algorithm in ALGORITHMS for lr in TUNING["learning_rates"]]
+  if not runs:
+    raise ValueError(f"extend={args.extend!r}: every choice of {args.domains} is inside its "
+                     f"grid already; nothing to extend (configs/sweeps/final.py trains them).")
   return runs
