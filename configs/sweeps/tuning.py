@@ -31,7 +31,9 @@ chosen.json: only the next learning rate beyond each edge choice), provisional=f
 seeds=3 and steps=300 (TUNING's), size=default.
 """
 
+import importlib
 import json
+import os
 from typing import Dict, List, Optional, Tuple
 
 from configs import choices, claims
@@ -62,8 +64,8 @@ def tuning_overrides(seeds: int, steps: int, size: str):
 def algorithm_overrides(algorithm: algorithms.Algorithm, config_string: str) -> Dict[str, object]:
   """The overrides that make `algorithm.config` run `algorithm`: its identifying
   config.train values that the config file does not already set."""
-  from experiments import sweep  # pylint: disable=g-import-not-at-top
-  config = sweep.build_config(sweep.RunSpec(algorithm.key, algorithm.config, config_string, {}))
+  module = importlib.import_module(os.path.splitext(algorithm.config)[0].replace("/", "."))
+  config = module.get_config(config_string)
   return {f"train.{k}": v for k, v in algorithm.train.items() if config.train[k] != v}
 
 
