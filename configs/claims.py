@@ -104,9 +104,9 @@ RULE = dict(
     rare_share=0.01,           # "rare": under 1% of the base model's test samples
     lambdas=(0.1, 0.3, 1.0, 3.0),   # the reward-shaping λ values tried
 )
-"""The seeds put "rare" at under 0.1% of the base model's samples; the base models
-reach 0.12-0.13% for their rarest strategy and no lower without losing competence
-(docs/base-models.md), so rare is the base-model targets' 1%."""
+"""The seeds put "rare" at under 0.1% of the base model's samples; the base models'
+rarest strategies sit at 0.09-0.18%, and none goes much lower without losing
+competence (docs/base-models.md), so rare is the base-model targets' 1%."""
 
 TUNING = dict(
     split="validation",
@@ -119,9 +119,8 @@ TUNING = dict(
     fixed="every other field at its config file's default (reward shaping at λ = its "
            "config's; the λ claim sweeps RULE['lambdas'] at the chosen learning rate)",
 )
-"""configs/sweeps/tuning.py still declares the earlier tuning (3 learning rates, 2
-seeds, a knob stage); it is to read this before any tuning run on the exercise
-splits."""
+"""configs/sweeps/tuning.py runs it (grid, seeds, steps, the extension), and
+experiments.records.CRITERION is its split and criterion."""
 
 PASS_KS = (8, 16, 32, 64)
 """Every k the pass@k claims are judged at: 8 to 64, each its own claim."""

@@ -140,11 +140,13 @@ def num_seeds(record: Dict[str, Any], split: str) -> int:
 
 # -- choosing among settings ------------------------------------------------------
 
-# The tuning criterion, declared before any tuning run: the final evaluation's
-# pass@1 on `validation` (mean over seeds and problems), the highest wins; ties go
-# to the setting first in `setting` order (smaller learning rate first). `test`
-# and `ood` never choose anything.
-CRITERION = ("validation", "pass@1")
+# The tuning criterion, registered before any tuning run (configs/claims.TUNING):
+# the final evaluation's pass@1 on `validation` (mean over seeds and problems), the
+# highest wins; ties go to the setting first in `setting` order (smaller learning
+# rate first). `test` and `ood` never choose anything.
+CRITERION = (claims_registry.TUNING["split"], claims_registry.TUNING["criterion"])
+
+
 def setting(run: RunRecord) -> Dict[str, Any]:
   """{override key: value}: the run's config file's values it was given (learning
   rate and its algorithm's knobs, `algorithms.Algorithm.knobs`)."""

@@ -1,25 +1,29 @@
 r"""Each algorithm's setting, chosen from its tuning runs on `validation` only.
 
-  python -m experiments.tuning runs/sweeps/tuning-lr-multiplication --out=results/tuning/lr
-  python -m experiments.tuning runs/sweeps/tuning-lr-multiplication \
-      runs/sweeps/tuning-knobs-multiplication --out=results/tuning --archive
+  python -m experiments.tuning runs/sweeps/tuning-multiplication --out=results/tuning
+  python -m experiments.tuning runs/sweeps/tuning-multiplication \
+      runs/sweeps/tuning-multiplication-extend1 --out=results/tuning --archive
 
 Reads every run under the sweep directories (configs/sweeps/tuning.py makes
 them), groups them by domain and algorithm, and picks each group's setting by the
-criterion declared in `experiments.records` (CRITERION: the final evaluation's
-`validation` pass@1, mean over seeds and problems; ties: the smaller learning
-rate). Tuning runs evaluate `validation` only (`run.eval_splits`), so `test` and
-`ood` cannot choose anything. Writes to --out:
+registered criterion (`experiments.records.CRITERION`, from configs/claims.TUNING:
+the final evaluation's `validation` pass@1, mean over seeds and problems; ties:
+the smaller learning rate). Tuning runs evaluate `validation` only
+(`run.eval_splits`), so `test` and `ood` cannot choose anything. Writes to --out:
 
-  tuning.md     per domain and algorithm, every setting tried with its validation
-                pass@1 and distinct correct strategies [95% bootstrap interval]
-                and the choice marked; the sweeps' commands, commits and times.
+  tuning.md     per domain, each algorithm's number of settings, learning rates
+                tried and choice, and whether the choice is inside its grid; then
+                per algorithm every setting with its validation pass@1 and
+                distinct correct strategies [95% bootstrap interval], the choice
+                marked; the sweeps' commands, commits and times.
   chosen.json   {domain: {algorithm key: {"config_file", "overrides", "run",
                 "criterion"}}}: what configs/sweeps/final.py trains (keys
                 sorted, byte-stable). While a domain's planned runs have not
                 all finished, its entries also list them under
-                "unfinished_tuning_runs", and the sweeps that read chosen.json
-                refuse them unless given provisional=true.
+                "unfinished_tuning_runs"; a choice at its grid's lowest or
+                highest learning rate has "at_edge" (configs/sweeps/tuning.py
+                extends it). The sweeps that train the choices refuse either
+                unless given provisional=true.
 
 A mistake (a missing sweep directory, records it cannot choose from) is one line,
 `error: ...`, exit status 2, with nothing written; --verbose adds the traceback
@@ -83,10 +87,34 @@ def chosen(runs: Sequence[records.RunRecord], pending: Sequence[Dict[str, Any]] 
       entry = {"config_file": algorithms.BY_LABEL[label].config,
                "overrides": records.setting(best), "run": best.name,
                "criterion": round(records.criterion(best), tables.DECIMALS)}
+      edge = tuning_sweep.at_edge(best.config["train"]["learning_rate"], learning_rates(group))
+      if edge:
+        entry[tuning_sweep.AT_EDGE] = edge
       if waiting:
         entry[tuning_sweep.UNFINISHED] = waiting
       out[domain][algorithms.BY_LABEL[label].key] = entry
   return out
+
+
+def learning_rates(group: Sequence[records.RunRecord]) -> List[float]:
+  """The learning rates one algorithm's runs tried, ascending."""
+  return sorted({run.config["train"]["learning_rate"] for run in group})
+
+
+def overview(by_label: Dict[str, List[records.RunRecord]]) -> str:
+  """Markdown: per algorithm, its number of settings, the learning rates tried and
+  its choice, and whether the choice is inside its grid."""
+  header = ["algorithm", "settings", "learning rates", "chosen", "inside the grid"]
+  lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+  for label, group in by_label.items():
+    grid = learning_rates(group)
+    best = records.choose(group)
+    edge = tuning_sweep.at_edge(best.config["train"]["learning_rate"], grid)
+    cells = [label, str(len(group)), ", ".join(f"{lr:g}" for lr in grid),
+             records.describe(records.setting(best)),
+             f"no, at the {edge} learning rate: extend" if edge else "yes"]
+    lines.append("| " + " | ".join(cells) + " |")
+  return "\n".join(lines)
 
 
 def chosen_json(runs: Sequence[records.RunRecord], pending: Sequence[Dict[str, Any]] = ()) -> str:
@@ -125,8 +153,10 @@ def markdown(runs: Sequence[records.RunRecord], sweep_dirs: Sequence[str]) -> st
            f"Each algorithm's setting is the one with the highest final `{split}` {metric} "
            "(mean over seeds and problems; ties: the smaller learning rate), a criterion "
            "declared before the runs. Tuning runs evaluate `validation` only, so `test` and "
-           "`ood` choose nothing. Cells: mean [95% bootstrap interval over problems and "
-           "seeds].", ""]
+           "`ood` choose nothing. A choice at its grid's lowest or highest learning rate is "
+           "not final: the grid is extended on that side (configs/sweeps/tuning.py:extend=), "
+           "and chosen.json marks it `at_edge`. Cells: mean [95% bootstrap interval over "
+           "problems and seeds].", ""]
   missing = [run["name"] for run in unfinished(runs, sweep_dirs)]
   if missing:
     lines += [f"**Partial: {len(missing)} planned run(s) have not finished**, so a choice "
@@ -134,6 +164,7 @@ def markdown(runs: Sequence[records.RunRecord], sweep_dirs: Sequence[str]) -> st
               + ", ".join(missing) + ".", ""]
   for domain, by_label in groups(runs).items():
     title = records.DOMAIN_TITLES.get(domain, domain)
+    lines += [f"## {title}", "", overview(by_label), ""]
     for label, group in by_label.items():
       lines += [f"## {title} — {label}", "", table(group), ""]
   lines += ["## Sweeps", ""] + sweep_info(sweep_dirs) + [""]

@@ -217,8 +217,20 @@ def _grid():
           _run("co", "poly_epo", "set_rl", 1e-5, [1] * P, objective="polychromic_correct_only")]
 
 
+def _inside_grid():
+  """_grid() with runs on either side of each choice's learning rate, doing worse."""
+  return _grid() + [
+      _run("g3", "grpo", "grpo", 1e-4, [5] * P),
+      _run("rs0", "reward_shaping", "reward_shaping", 3e-5, [2] * P, lam=1.0),
+      _run("rs3", "reward_shaping", "reward_shaping", 3e-4, [2] * P, lam=1.0),
+      _run("pe0", "poly_epo", "set_rl", 1e-5, [1] * P, set_size=8, normalize=False),
+      _run("pe3", "poly_epo", "set_rl", 1e-4, [1] * P, set_size=8, normalize=False),
+      _run("co0", "poly_epo", "set_rl", 3e-6, [0] * P, objective="polychromic_correct_only"),
+      _run("co3", "poly_epo", "set_rl", 3e-5, [0] * P, objective="polychromic_correct_only")]
+
+
 def test_chosen_settings_reproduce_the_runs():
-  chosen = tuning.chosen(_grid())["multiplication"]
+  chosen = tuning.chosen(_inside_grid())["multiplication"]
   assert chosen["grpo"] == {"config_file": "configs/grpo.py", "run": "g2", "criterion": 0.1875,
                             "overrides": {"train.learning_rate": 3e-5}}
   assert chosen["reward_shaping"]["overrides"] == {"train.learning_rate": 1e-4, "train.lam": 1.0}
@@ -250,9 +262,9 @@ def _write(run, sweep_dir):
     f.writelines(json.dumps(r) + "\n" for r in run.evals)
 
 
-def test_tuning_files_feed_the_knob_stage_and_the_final_sweep(tmp_path):
-  sweep_dir = str(tmp_path / "tuning-lr")
-  for run in _grid():
+def test_tuning_files_feed_the_final_and_lambda_sweeps(tmp_path):
+  sweep_dir = str(tmp_path / "tuning")
+  for run in _inside_grid():
     _write(run, sweep_dir)
   written = tuning.write_tuning([sweep_dir], str(tmp_path / "out"))
   chosen_path = str(tmp_path / "out" / "chosen.json")
@@ -262,34 +274,24 @@ def test_tuning_files_feed_the_knob_stage_and_the_final_sweep(tmp_path):
   assert "Partial" not in open(written[0]).read()
   # A sweep whose manifest plans a run that has not finished says so.
   with open(os.path.join(sweep_dir, "sweep.json"), "w") as f:
-    json.dump({"runs": [{"name": r.name} for r in _grid()] + [{"name": "g3"}]}, f)
+    json.dump({"runs": [{"name": r.name} for r in _inside_grid()] + [{"name": "g4"}]}, f)
   partial = tuning.write_tuning([sweep_dir], str(tmp_path / "partial"))
   assert "**Partial: 1 planned run(s) have not finished**, so a choice below may still " \
-         "change (chosen.json marks it provisional): g3." in open(partial[0]).read()
+         "change (chosen.json marks it provisional): g4." in open(partial[0]).read()
   # ... and its chosen.json is provisional: the final and λ sweeps refuse it unless told.
-  assert all(entry["unfinished_tuning_runs"] == ["g3"]
+  assert all(entry["unfinished_tuning_runs"] == ["g4"]
              for entry in json.load(open(partial[1]))["multiplication"].values())
   for sweep_file in ("final.py", "shaping_lambda.py"):
     with pytest.raises(ValueError, match=r"provisional for 'multiplication': 1 tuning run\(s\) "
-                                         r"had not finished \(g3\)"):
+                                         r"had not finished \(g4\)"):
       sweep.load_sweep(f"configs/sweeps/{sweep_file}:domains=multiplication,chosen={partial[1]}")
     assert sweep.load_sweep(f"configs/sweeps/{sweep_file}:domains=multiplication,"
                             f"chosen={partial[1]},provisional=true")
   with pytest.raises(ValueError, match="provisional"):
-    sweep.load_sweep("configs/sweeps/tuning.py:domains=multiplication,stage=knobs,"
-                     f"chosen={partial[1]}")
-  # Stage knobs: λ and Poly-EPO's knobs at each one's chosen learning rate.
-  knobs = sweep.load_sweep("configs/sweeps/tuning.py:domains=multiplication,stage=knobs,"
-                           f"chosen={chosen_path}")
-  lams = [r.overrides["train.lam"] for r in knobs if "train.lam" in r.overrides]
-  assert lams == [0.1, 1.0, 3.0]   # the default 0.3 ran in stage lr
-  assert {r.overrides["train.learning_rate"] for r in knobs if "train.lam" in r.overrides} == \
-      {1e-4}
-  poly = [(r.overrides["train.set_size"], r.overrides["train.normalize"],
-           r.overrides["train.normalize_over"], r.overrides["train.learning_rate"])
-          for r in knobs if "train.set_size" in r.overrides]
-  assert poly == [(8, True, "prompt", 3e-5), (4, True, "batch", 3e-5), (8, True, "batch", 3e-5),
-                  (4, False, "prompt", 3e-5), (8, False, "prompt", 3e-5)]
+    sweep.load_sweep(f"configs/sweeps/tuning.py:domains=multiplication,extend={partial[1]}")
+  # Every choice is inside its grid: nothing to extend.
+  with pytest.raises(ValueError, match="every choice of multiplication is inside its grid"):
+    sweep.load_sweep(f"configs/sweeps/tuning.py:domains=multiplication,extend={chosen_path}")
   # The final sweep trains exactly the chosen settings, with fresh seeds.
   final = sweep.load_sweep(f"configs/sweeps/final.py:domains=multiplication,chosen={chosen_path}")
   chosen = json.load(open(chosen_path))["multiplication"]
@@ -299,29 +301,84 @@ def test_tuning_files_feed_the_knob_stage_and_the_final_sweep(tmp_path):
                  and all(run.overrides.get(k) == v for k, v in e["overrides"].items()))
     assert entry is not None
     assert run.overrides["run.num_seeds"] == 5 and run.overrides["train.num_steps"] == 300
-    assert run.overrides["run.seed"] != 0
+    assert run.overrides["run.seed"] >= claims.registry.TUNING["seeds"]   # fresh seeds
     assert run.overrides["run.eval_at_start"] == (run.config_file == "configs/grpo.py")
   with pytest.raises(ValueError, match="has no domain 'polynomial_roots'"):
     sweep.load_sweep(f"configs/sweeps/final.py:domains=polynomial_roots,chosen={chosen_path}")
-  # At size=smoke (4 samples per prompt) every chosen and knob set size still fits:
-  # the runs keep n and sample 2n responses.
+  # At size=smoke (4 samples per prompt) every chosen set size still fits: the runs
+  # keep n and sample 2n responses.
   for sweep_arg in (f"final.py:domains=multiplication,chosen={chosen_path},size=smoke",
-                    f"tuning.py:domains=multiplication,stage=knobs,chosen={chosen_path},"
-                    "size=smoke", "set_size.py:domains=multiplication,size=smoke"):
+                    "set_size.py:domains=multiplication,size=smoke"):
     smoke = sweep.load_sweep(f"configs/sweeps/{sweep_arg}")   # checks every run's config
     sizes = [(r.overrides["train.set_size"], r.overrides["train.samples_per_prompt"])
              for r in smoke if "train.set_size" in r.overrides]
     assert sizes and all(N == max(4, 2 * n) for n, N in sizes), sweep_arg
     assert 8 in {n for n, _ in sizes}, sweep_arg   # the smoke preset's N = 4 could not hold it
-  # The λ sweep runs the other λs as the final comparison runs reward shaping.
+  # The λ sweep runs the registered λs but the chosen one, as the final comparison
+  # runs reward shaping.
   lam_runs = sweep.load_sweep("configs/sweeps/shaping_lambda.py:domains=multiplication,"
                               f"chosen={chosen_path}")
   rs_final = next(r for r in final if r.config_file == "configs/reward_shaping.py")
   assert [r.overrides["train.lam"] for r in lam_runs] == [0.1, 0.3, 3.0]   # 1.0 was chosen
+  assert claims.registry.RULE["lambdas"] == (0.1, 0.3, 1.0, 3.0)
   for run in lam_runs:
     assert {k: v for k, v in run.overrides.items() if k != "train.lam"} == \
         {k: v for k, v in rs_final.overrides.items() if k != "train.lam"}
     assert not run.overrides["run.eval_at_start"]
+
+
+def test_an_edge_choice_is_marked_refused_and_extended(tmp_path):
+  # _grid(): GRPO tried 1e-5 and 3e-5 and chose 3e-5, its highest; the others tried
+  # one learning rate each.
+  sweep_dir = str(tmp_path / "tuning")
+  for run in _grid():
+    _write(run, sweep_dir)
+  _, chosen_path = tuning.write_tuning([sweep_dir], str(tmp_path / "out"))
+  chosen = json.load(open(chosen_path))["multiplication"]
+  assert {key: entry.get("at_edge") for key, entry in chosen.items()} == {
+      "grpo": "highest", "reward_shaping": "only", "poly_epo": "only",
+      "poly_epo_correct_only": "only"}
+  text = open(tmp_path / "out" / "tuning.md").read()
+  assert "| GRPO | 2 | 1e-05, 3e-05 | lr=3e-05 | no, at the highest learning rate: extend |" \
+      in text
+  # Neither the final nor the λ sweep trains a choice at an edge.
+  for sweep_file in ("final.py", "shaping_lambda.py"):
+    with pytest.raises(ValueError, match=r"the choices of grpo \(highest\), poly_epo \(only\), "
+                                         r"poly_epo_correct_only \(only\), reward_shaping "
+                                         r"\(only\) sit at their grid's edge"):
+      sweep.load_sweep(f"configs/sweeps/{sweep_file}:domains=multiplication,chosen={chosen_path}")
+  # The extension: one step (x or / 3, 2 significant digits) beyond each edge, the
+  # rest of the chosen setting kept, the registered seeds and steps.
+  runs = sweep.load_sweep(f"configs/sweeps/tuning.py:domains=multiplication,extend={chosen_path}")
+  got = sorted((r.config_file, r.overrides.get("train.objective", ""),
+                r.overrides["train.learning_rate"]) for r in runs)
+  assert got == sorted([("configs/grpo.py", "", 9e-5),
+                        ("configs/reward_shaping.py", "", 3.3e-5),
+                        ("configs/reward_shaping.py", "", 3e-4),
+                        ("configs/poly_epo.py", "polychromic", 1e-5),
+                        ("configs/poly_epo.py", "polychromic", 9e-5),
+                        ("configs/poly_epo.py", "polychromic_correct_only", 3.3e-6),
+                        ("configs/poly_epo.py", "polychromic_correct_only", 3e-5)])
+  for run in runs:
+    assert run.overrides["run.num_seeds"] == claims.registry.TUNING["seeds"] == 3
+    assert run.overrides["train.num_steps"] == claims.registry.TUNING["steps"] == 300
+    assert run.overrides["run.eval_splits"] == ("validation",)
+  assert {r.overrides["train.lam"] for r in runs if "train.lam" in r.overrides} == {1.0}
+  # Once the extension's runs are in, GRPO's choice is inside its grid.
+  extended = _grid() + [_run("g3", "grpo", "grpo", 9e-5, [5] * P)]
+  assert "at_edge" not in tuning.chosen(extended)["multiplication"]["grpo"]
+
+
+def test_an_edge_in_words():
+  from configs.sweeps import tuning as tuning_sweep   # pylint: disable=g-import-not-at-top
+  assert tuning_sweep.at_edge(3e-5, [1e-5, 3e-5, 1e-4]) is None
+  assert tuning_sweep.at_edge(1e-5, [1e-5, 3e-5]) == "lowest"
+  assert tuning_sweep.at_edge(1e-4, [1e-5, 1e-4]) == "highest"
+  assert tuning_sweep.at_edge(1e-4, [1e-4]) == "only"
+  assert tuning_sweep.beyond(1e-5, "lowest") == (3.3e-6,)
+  assert tuning_sweep.beyond(3e-4, "highest") == (9e-4,)
+  assert tuning_sweep.beyond(9e-4, "highest") == (2.7e-3,)
+  assert tuning_sweep.beyond(1e-4, "only") == (3.3e-5, 3e-4)
 
 
 def test_unfinished_runs_make_only_their_own_domain_provisional():
@@ -343,23 +400,33 @@ def test_a_boolean_in_a_config_string(value, expected):
     choices.parse_arg("provisional=1", provisional=False)
 
 
-def test_tuning_sweep_grid():
+def test_tuning_sweep_follows_the_registered_rule():
+  registered = claims.registry.TUNING
   runs = sweep.load_sweep("configs/sweeps/tuning.py:domains=multiplication")
-  assert len(runs) == 18   # 6 algorithms x 3 learning rates, defaults otherwise
   for run in runs:
     assert run.overrides["run.eval_splits"] == ("validation",)
     assert run.overrides["run.eval_forced_problems"] == 0
-    assert run.overrides["train.num_steps"] == 300
-  by_file = {}
+    assert run.overrides["train.num_steps"] == registered["steps"] == 300
+    assert run.overrides["run.num_seeds"] == registered["seeds"] == 3
+  # Every algorithm the claims compare, with the same grid; nothing else varies.
+  by_algorithm = {}
   for run in runs:
-    by_file.setdefault((run.config_file, run.overrides.get("train.objective")), []).append(
-        run.overrides["train.learning_rate"])
-  assert all(lrs == [1e-5, 3e-5, 1e-4] for lrs in by_file.values()) and len(by_file) == 6
-  with pytest.raises(ValueError, match="stage=knobs needs chosen=PATH"):
-    sweep.load_sweep("configs/sweeps/tuning.py:domains=multiplication,stage=knobs")
-  with pytest.raises(ValueError, match="stage='lrs' is not one of: lr, knobs"):
-    sweep.load_sweep("configs/sweeps/tuning.py:stage=lrs")
-  assert sum(1 for r in runs if r.config_file == "configs/ppo.py") == 3
+    config = sweep.build_config(run)
+    label = algorithms.label_of(config.train.to_dict())
+    by_algorithm.setdefault(label, []).append(run.overrides["train.learning_rate"])
+    assert set(run.overrides) - set(runs[0].overrides) <= {"train.objective"}, run.name
+  assert list(by_algorithm) == ["GRPO", "Reward shaping", "Poly-EPO",
+                                "Poly-EPO (correct-only diversity)", "Poly-EPO (windowed)",
+                                "PPO", "Poly-PPO"]
+  assert set(by_algorithm) == set(claims.registry.rows()) - {"Base"}
+  assert all(lrs == [1e-5, 3e-5, 1e-4, 3e-4] == list(registered["learning_rates"])
+             for lrs in by_algorithm.values())
+  assert len(runs) == 7 * 4
+  with pytest.raises(ValueError, match="Unknown config string key 'stage'"):
+    sweep.load_sweep("configs/sweeps/tuning.py:stage=knobs")
+  with pytest.raises(ValueError, match="chosen=PATH is empty"):
+    from configs.sweeps import tuning as tuning_sweep   # pylint: disable=g-import-not-at-top
+    tuning_sweep.read_chosen("", "multiplication")
 
 
 def test_knob_defaults_are_the_train_config_defaults():

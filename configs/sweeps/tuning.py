@@ -128,7 +128,7 @@ def extension(path: str, domain: str, size: str, shared, provisional: bool) -> L
       continue
     lr = entry["overrides"]["train.learning_rate"]
     runs += [(entry["config_file"], f"domain={domain},size={size}", headline.fit_smoke(
-        dict(shared, **entry["overrides"], **{"train.learning_rate": new}), size))
+        dict(shared, **dict(entry["overrides"], **{"train.learning_rate": new})), size))
              for new in beyond(lr, entry[AT_EDGE])]
   return runs
 
