@@ -187,17 +187,14 @@ def fit_head(key, train, held_out, hidden: int, with_surprise: bool = False,
 def fit_trunk(key, params, model_config, train, held_out):
   """A copy of the base model with a value head, trained end to end on the returns."""
   M = ROOTS + STATES * VINES
-  critic = {"trunk": params, "head": value_head_lib.init(key, model_config.width)}
+  critic = value_head_lib.attach({}, value_head_lib.init(key, model_config.width, trunk=params))
   optimizer = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(_TRUNK_LEARNING_RATE.value))
 
   def values(critic, prompts, tokens, mask):
     """prompts [g, P], tokens/mask [g, M, T] -> V f32[g, M, T]."""
     g, _, T = tokens.shape
-    _, features = model.sequence_logprobs_and_features(
-        critic["trunk"], model_config, prompts, tokens.reshape(g * M, T),
-        mask.reshape(g * M, T), samples_per_prompt=M)
-    return value_head_lib.apply(critic["head"], features,
-                                trainable_features=True).reshape(g, M, T)
+    return value_head_lib.values(critic, model_config, prompts, tokens.reshape(g * M, T),
+                                 mask.reshape(g * M, T), samples_per_prompt=M).reshape(g, M, T)
 
   @jax.jit
   def step(critic, opt_state, batch):
