@@ -187,7 +187,8 @@ def run(jobs: List[Job], root: str, sweep_dir: str, on_done: Callable[..., None]
             result = ray.get(ref)
           except ray.exceptions.RayError as err:  # out of retries, or a task error
             print(f"{job.name}: {err}", file=sys.stderr, flush=True)
-            on_done(job.name, -1, 0.0, None)
+            start = attempt_start(job.log_path, submitted)   # its last attempt's time
+            on_done(job.name, -1, 0.0 if start is None else time.time() - start, None)
           else:
             on_done(job.name, result["returncode"], result["seconds"], result["node"])
     except (KeyboardInterrupt, SystemExit):

@@ -132,6 +132,20 @@ def test_ctrl_c_stops_every_ray_task_and_logs_their_time(local_ray, tmp_path):
   assert not left, f"runs left running: {left}"
 
 
+def test_a_task_that_fails_for_good_is_logged_with_its_time(local_ray, tmp_path):
+  """A run whose worker dies on its last retry reports exit -1 and the time its
+  last attempt ran, not 0 s."""
+  kill_worker = "import os, signal, time; time.sleep(2.0); os.kill(os.getppid(), signal.SIGKILL)"
+  job = ray_sweep.Job("dies", ["{python}", "-c", kill_worker], str(tmp_path / "dies.log"),
+                      1.0, 0.0)
+  done = []
+  ray_sweep.run([job], ROOT, str(tmp_path), lambda *args, **kwargs: done.append(args),
+                max_retries=0)
+  [(name, returncode, seconds, node)] = done
+  assert (name, returncode, node) == ("dies", -1, None)
+  assert 2.0 <= seconds <= 120, seconds
+
+
 def test_a_relative_sweep_dir_is_refused_on_several_nodes():
   ray_sweep.check_sweep_dir("runs/sweeps/x", num_nodes=1)
   ray_sweep.check_sweep_dir("/shared/sweeps/x", num_nodes=3)
