@@ -338,6 +338,13 @@ MUTANTS = (
            '    split="test",\n    criterion="pass@1",',
            ("tests/test_tuning.py",),
            "settings are chosen on the test split"),
+    Mutant("token_results_counted_as_operands", "experiments/token_errors.py",
+           '''    elif phase != "answer" and token == "=":
+      phase = "result"''',
+           '''    elif phase != "answer" and token == "=":
+      phase = "operand"''',
+           ("tests/test_token_errors.py",),
+           "the numbers a step computes are scored as numbers it copies"),
     Mutant("edge_choices_trained", "configs/sweeps/tuning.py",
            "  if outside and not (edges or provisional):",
            "  if False:",

@@ -2,10 +2,13 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
+
+import envs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = ("grpo", "reward_shaping", "poly_epo", "pass_at_k", "ppo", "poly_ppo")
@@ -116,6 +119,24 @@ def test_pretrain_reports_the_base_model(cache, tmp_path):
   for section in ("== multiplication / test ==", "== multiplication / ood ==",
                   "== forced accuracy: training vs test problems", "== targets (test) =="):
     assert section in result.stdout
+
+
+@pytest.mark.slow
+def test_token_errors_scores_every_strategy_on_training_and_test_problems(cache):
+  """The entry point on the shipped smoke model: a row per strategy, a pair of
+  shares (training / test) per role, each a share."""
+  result = _run(["experiments.token_errors", "--config=configs/pretrain.py:size=smoke",
+                 "--num_problems=8"], cache)
+  assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+  lines = result.stdout.splitlines()
+  header = next(i for i, l in enumerate(lines) if l.startswith("tokens with p < 1/2"))
+  rows = lines[header + 2:]
+  assert [r.split()[0] for r in rows] == list(envs.make("multiplication")[0].strategy_names)
+  for row in rows:
+    pairs = [tuple(p.split(" / ")) for p in re.findall(r"\S+ / \S+", row)]
+    assert len(pairs) == 4, row
+    for value in (v for pair in pairs for v in pair if v != "–"):
+      assert 0.0 <= float(value) <= 1.0, row
 
 
 @pytest.mark.parametrize("override,message", [
