@@ -25,8 +25,10 @@ from ml_collections import config_flags
 from experiments import build, cli
 from polyepo import model, splits
 
+# experiments.pretrain defines --config too; allow_override lets one process (the
+# tests) import both, and each module's FlagHolder reads the value parsed.
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Pretraining config file.",
-                                          lock_config=True)
+                                          lock_config=True, allow_override=True)
 _NUM_PROBLEMS = flags.DEFINE_integer("num_problems", 256, "Problems per split.")
 flags.mark_flags_as_required(["config"])
 
