@@ -87,7 +87,7 @@ def chosen(runs: Sequence[records.RunRecord], pending: Sequence[Dict[str, Any]] 
       entry = {"config_file": algorithms.BY_LABEL[label].config,
                "overrides": records.setting(best), "run": best.name,
                "criterion": round(records.criterion(best), tables.DECIMALS)}
-      edge = tuning_sweep.at_edge(best.config["train"]["learning_rate"], learning_rates(group))
+      edge = choice_edge(group)
       if edge:
         entry[tuning_sweep.AT_EDGE] = edge
       if waiting:
@@ -101,16 +101,21 @@ def learning_rates(group: Sequence[records.RunRecord]) -> List[float]:
   return sorted({run.config["train"]["learning_rate"] for run in group})
 
 
+def choice_edge(group: Sequence[records.RunRecord]) -> Optional[str]:
+  """The edge of its learning rates (`tuning_sweep.at_edge`) one algorithm's choice
+  sits on, or None: inside its grid."""
+  return tuning_sweep.at_edge(records.choose(group).config["train"]["learning_rate"],
+                              learning_rates(group))
+
+
 def overview(by_label: Dict[str, List[records.RunRecord]]) -> str:
   """Markdown: per algorithm, its number of settings, the learning rates tried and
   its choice, and whether the choice is inside its grid."""
   header = ["algorithm", "settings", "learning rates", "chosen", "inside the grid"]
   lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
   for label, group in by_label.items():
-    grid = learning_rates(group)
-    best = records.choose(group)
-    edge = tuning_sweep.at_edge(best.config["train"]["learning_rate"], grid)
-    cells = [label, str(len(group)), ", ".join(f"{lr:g}" for lr in grid),
+    best, edge = records.choose(group), choice_edge(group)
+    cells = [label, str(len(group)), ", ".join(f"{lr:g}" for lr in learning_rates(group)),
              records.describe(records.setting(best)),
              f"no, at the {edge} learning rate: extend" if edge else "yes"]
     lines.append("| " + " | ".join(cells) + " |")
