@@ -124,19 +124,33 @@ def test_pretrain_reports_the_base_model(cache, tmp_path):
 @pytest.mark.slow
 def test_token_errors_scores_every_strategy_on_training_and_test_problems(cache):
   """The entry point on the shipped smoke model: a row per strategy, a pair of
-  shares (training / test) per role, each a share."""
+  shares (training / test) per role, each a share; then test's results split by
+  whether a training demonstration writes their step."""
   result = _run(["experiments.token_errors", "--config=configs/pretrain.py:size=smoke",
-                 "--num_problems=8"], cache)
+                 "--num_problems=8", "--num_seen_problems=64"], cache)
   assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
   lines = result.stdout.splitlines()
+  names = list(envs.make("multiplication")[0].strategy_names)
   header = next(i for i, l in enumerate(lines) if l.startswith("tokens with p < 1/2"))
-  rows = lines[header + 2:]
-  assert [r.split()[0] for r in rows] == list(envs.make("multiplication")[0].strategy_names)
+  rows = lines[header + 2:header + 2 + len(names)]
+  assert [r.split()[0] for r in rows] == names
   for row in rows:
     pairs = [tuple(p.split(" / ")) for p in re.findall(r"\S+ / \S+", row)]
     assert len(pairs) == 4, row
     for value in (v for pair in pairs for v in pair if v != "–"):
       assert 0.0 <= float(value) <= 1.0, row
+  # Then test's results by step: a share and a count, seen and never seen, per strategy.
+  header = next(i for i, l in enumerate(lines) if l.startswith("test results, by step"))
+  rows = lines[header + 2:]
+  assert [r.split()[0] for r in rows] == names
+  total = 0
+  for row in rows:
+    cells = re.findall(r"(\S+) \((\d+)\)", row)
+    assert len(cells) == 2, row
+    for share, count in cells:
+      assert (share == "–") == (count == "0") and (share == "–" or 0 <= float(share) <= 1), row
+      total += int(count)
+  assert total > 0
 
 
 @pytest.mark.parametrize("override,message", [
