@@ -33,7 +33,7 @@ from polyepo import model, pretrain
 FALLBACKS = dict(
     mixture=None,             # None: uniform, weight 1 for every strategy
     slip_rate=0.05,           # multiplication's
-    num_steps=1000,           # polynomial roots'
+    num_steps=1000,           # a first try for a new domain
     preference_mixture=(),    # with preference_steps=0: no preference stage
     preference_steps=0,
 )
