@@ -195,10 +195,11 @@ class PolynomialRoots(env_lib.KitEnv):
   # rational_root 7.2%, vieta_pairs 4.0%, complete_square 1.6%, grouping 0.48%,
   # depressed_cubic 0.13%. Held out by exercise (polyepo.splits), about 410
   # root multisets are in training, and the model first recalls the steps their
-  # traces write; it learns to work out steps it has not seen, and so to carry
-  # the strategies out on unseen exercises, only with weight decay 1.0 and
-  # 3,000 competence steps (forced accuracy on test by weight decay and by
-  # length: docs/base-models.md).
+  # traces write, and learns to work out new ones, and so to carry the
+  # strategies out on unseen exercises, as it sees more demonstrations: weight
+  # decay 1.0 and 3,000 competence steps meet the competence target on test,
+  # 1,000 and 2,000 do not (forced accuracy by weight decay and by length:
+  # docs/base-models.md).
   pretrain_defaults = dict(
       mixture=(1.0,) * 8,
       preference_mixture=(45.0, 20.0, 4.0, 6.0, 8.0, 15.0, 3.0, 1.0),
