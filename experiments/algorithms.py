@@ -1,5 +1,6 @@
 """The algorithms compared, each defined once: its row label, summary key, colour,
-config file, the config.train values that identify its runs, and its tuning knobs.
+config file, the config.train values that identify its runs, and the knobs that
+tell its settings apart.
 
 Tables, claims, summary.json, tuning and plots all read ALGORITHMS (in its order);
 a run's config.json stores its algorithm's label (`label_of`, written by
@@ -17,8 +18,8 @@ class Algorithm(NamedTuple):
   color: Optional[str]       # matplotlib colour of its lines and points
   config: Optional[str]      # the config file that runs it
   train: Dict[str, Any]      # config.train values that identify its runs
-  knobs: Tuple[str, ...] = ()  # config.train fields a tuning grid varies (and the
-                               # learning rate), as overrides of its config file
+  knobs: Tuple[str, ...] = ()  # config.train fields that, with the learning rate,
+                               # make a setting: what chosen.json records of a choice
 
 
 _SET_RL_KNOBS = ("set_size", "normalize", "normalize_over", "objective")
@@ -77,7 +78,7 @@ def label_of(train: Dict[str, Any]) -> str:
 
 
 def knobs(label: str) -> Tuple[str, ...]:
-  """The tuning knobs of the algorithm labelled `label` (none if it is not listed)."""
+  """The knobs of the algorithm labelled `label` (none if it is not listed)."""
   return BY_LABEL[label].knobs if label in BY_LABEL else ()
 
 

@@ -11,7 +11,7 @@ shaping does (configs/sweeps/final.py: its chosen learning rate, seeds, steps an
 evaluation), so the λ plot (`shaping_lambda.png`) compares every λ with Poly-EPO
 on one budget (the base model's step-0 evaluation is the final sweep's; report
 the two sweeps together, the final sweep first). The report's reward-shaping row
-stays the final sweep's run, the λ that tuning chose: these runs only add points
+stays the final sweep's run, at its config's λ: these runs only add points
 to the λ plot, so reward shaping gets no more selection than the other algorithms
 (experiments.records.select_rows). With chosen= (empty): every λ
 at the config's defaults and the headline's settings.
