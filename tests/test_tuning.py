@@ -6,6 +6,7 @@ and the committed tuning regenerated from its archived sweeps."""
 import json
 import os
 
+import numpy as np
 import pytest
 
 from configs import choices
@@ -447,28 +448,36 @@ def test_a_setting_in_words():
       "lr=1e-05, normalize=prompt"   # a record from before normalize_over
 
 
-def _superseded(sweeps):
-  """Each archived sweep, or its newer copy in results/partial (a stage being redone)."""
-  partial = os.path.join(ROOT, "results", "partial")
-  newer = lambda s: os.path.join(partial, os.path.basename(s))
-  return [newer(s) if os.path.isfile(os.path.join(newer(s), "sweep.json")) else s
-          for s in sweeps]
-
-
 def test_committed_tuning_regenerates_determinism_check(tmp_path):
-  """results/tuning's tuning.md and chosen.json (both stages), from its archived sweeps;
-  results/tuning/lr's from the learning-rate sweeps, where one being redone is taken
-  from its newer copy in results/partial (the knob stage runs from that choice)."""
+  """results/tuning's tuning.md and chosen.json, byte for byte from its archived sweeps
+  (each domain's grid and the rounds that extended it)."""
   found = dict(committed("tuning.md"))
   if "results/tuning" not in found:
     pytest.skip("no committed tuning")
-  lr_sweeps = [s for s in found["results/tuning"] if os.path.basename(s).startswith("tuning-lr")]
-  knob_sweeps = [s for s in found["results/tuning"] if s not in lr_sweeps]
-  # In the README's order: stage lr's sweeps, then stage knobs'.
-  for directory, sweeps in (("results/tuning", lr_sweeps + knob_sweeps),
-                            ("results/tuning/lr", _superseded(lr_sweeps))):
-    out = tmp_path / os.path.basename(directory)
-    tuning.write_tuning(sweeps, str(out))
-    for name in ("tuning.md", "chosen.json"):
-      assert (out / name).read_text() == open(os.path.join(ROOT, directory, name)).read(), \
-          (directory, name)
+  tuning.write_tuning(found["results/tuning"], str(tmp_path))
+  for name in ("tuning.md", "chosen.json"):
+    assert (tmp_path / name).read_text() == \
+        open(os.path.join(ROOT, "results", "tuning", name)).read(), name
+
+
+def test_committed_choices_are_inside_their_grids():
+  """The registered rule's end state, recomputed from the archived runs: each
+  algorithm's choice in each domain is its best final validation pass@1 among the
+  learning rates it tried, and some rate it tried lies below it and some above."""
+  found = dict(committed("tuning.md"))
+  if "results/tuning" not in found:
+    pytest.skip("no committed tuning")
+  with open(os.path.join(ROOT, "results", "tuning", "chosen.json")) as f:
+    chosen = json.load(f)
+  runs = records.load_runs(found["results/tuning"])
+  assert sorted(chosen) == ["multiplication", "polynomial_roots"]
+  for domain, entries in chosen.items():
+    labels = {a.key: a.label for a in algorithms.ALGORITHMS}
+    for key, entry in entries.items():
+      mine = [r for r in runs if r.domain == domain and r.algorithm == labels[key]]
+      scores = {r.config["train"]["learning_rate"]:
+                float(np.mean([s["pass_at_k"]["1"] for s in r.evals[-1]["validation"]["seeds"]]))
+                for r in mine}
+      lr = entry["overrides"]["train.learning_rate"]
+      assert min(scores) < lr < max(scores), (domain, key, sorted(scores))
+      assert scores[lr] == max(scores.values()), (domain, key, scores)
