@@ -469,10 +469,12 @@ def test_committed_choices_are_inside_their_grids():
     pytest.skip("no committed tuning")
   with open(os.path.join(ROOT, "results", "tuning", "chosen.json")) as f:
     chosen = json.load(f)
+  from configs.sweeps import tuning as tuning_sweep   # pylint: disable=g-import-not-at-top
   runs = records.load_runs(found["results/tuning"])
+  labels = {a.key: a.label for a in tuning_sweep.ALGORITHMS}
   assert sorted(chosen) == ["multiplication", "polynomial_roots"]
   for domain, entries in chosen.items():
-    labels = {a.key: a.label for a in algorithms.ALGORITHMS}
+    assert sorted(entries) == sorted(labels), domain   # every algorithm the claims compare
     for key, entry in entries.items():
       mine = [r for r in runs if r.domain == domain and r.algorithm == labels[key]]
       scores = {r.config["train"]["learning_rate"]:
