@@ -1,6 +1,7 @@
 """Every relative link in the README and docs/ reaches a file, and every #anchor a heading
 of it (as GitHub names headings), so a renamed section or a removed file is caught."""
 
+import functools
 import glob
 import os
 import re
@@ -25,6 +26,7 @@ def github_anchor(heading: str) -> str:
   return text.replace(" ", "-")
 
 
+@functools.lru_cache(maxsize=None)
 def _anchors(path):
   with open(path) as f:
     text = FENCE.sub("", f.read())

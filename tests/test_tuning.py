@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from configs import choices
+from configs.sweeps import tuning as tuning_sweep
 from experiments import algorithms, claims, records, report, sweep, tuning
 from polyepo import train
 from sweep_dirs import ROOT, committed
@@ -371,7 +372,6 @@ def test_an_edge_choice_is_marked_refused_and_extended(tmp_path):
 
 
 def test_an_edge_in_words():
-  from configs.sweeps import tuning as tuning_sweep   # pylint: disable=g-import-not-at-top
   assert tuning_sweep.at_edge(3e-5, [1e-5, 3e-5, 1e-4]) is None
   assert tuning_sweep.at_edge(1e-5, [1e-5, 3e-5]) == "lowest"
   assert tuning_sweep.at_edge(1e-4, [1e-5, 1e-4]) == "highest"
@@ -426,7 +426,6 @@ def test_tuning_sweep_follows_the_registered_rule():
   with pytest.raises(ValueError, match="Unknown config string key 'stage'"):
     sweep.load_sweep("configs/sweeps/tuning.py:stage=knobs")
   with pytest.raises(ValueError, match="chosen=PATH is empty"):
-    from configs.sweeps import tuning as tuning_sweep   # pylint: disable=g-import-not-at-top
     tuning_sweep.read_chosen("", "multiplication")
 
 
@@ -469,7 +468,6 @@ def test_committed_choices_are_inside_their_grids():
     pytest.skip("no committed tuning")
   with open(os.path.join(ROOT, "results", "tuning", "chosen.json")) as f:
     chosen = json.load(f)
-  from configs.sweeps import tuning as tuning_sweep   # pylint: disable=g-import-not-at-top
   runs = records.load_runs(found["results/tuning"])
   labels = {a.key: a.label for a in tuning_sweep.ALGORITHMS}
   assert sorted(chosen) == ["multiplication", "polynomial_roots"]
