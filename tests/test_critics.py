@@ -34,9 +34,11 @@ def test_critic_table_lists_the_rows_with_a_critic_only():
   rows = records.select_rows(records.load_runs([directory]), "multiplication")
   lines = critics.critic_table(rows).splitlines()
   assert [line.split(" | ")[0] for line in lines[2:]] == ["| PPO", "| Poly-PPO"]
-  ppo = lines[2].split(" | ")
-  # Records written before the root/state metrics existed: "–" there.
-  assert ppo[2] == "–" and ppo[3] == "–"
+  ppo, poly_ppo = (line.split(" | ") for line in lines[2:])
+  # PPO's critic is read at the prompt, but PPO has no vine states and samples no
+  # sets of roots and vines: "–" there. Poly-PPO has all of them.
+  assert ppo[2] != "–" and ppo[3] == "–" and ppo[4] == "–"
+  assert "–" not in poly_ppo
   assert ppo[-1] == f"{critics.prompt_bound(rows['PPO']['record']):.2f} |"
   assert critics.critic_table({k: v for k, v in rows.items() if k == "GRPO"}) == ""
 
@@ -46,7 +48,8 @@ def test_critic_summary_keys_rows_by_algorithm():
   rows = records.select_rows(records.load_runs([directory]), "multiplication")
   summary = critics.summary(rows)
   assert sorted(summary) == ["poly_ppo", "ppo"]
-  assert summary["ppo"]["explained_variance_root"] is None   # not logged then
+  assert summary["ppo"]["explained_variance_root"] is not None
+  assert summary["ppo"]["explained_variance_states"] is None    # PPO has no vine states
   assert summary["ppo"]["prompt_bound_test"] == pytest.approx(
       critics.prompt_bound(rows["PPO"]["record"]), abs=1e-4)
   assert critics.section({"GRPO": rows["GRPO"]}, "Multiplication") == []

@@ -156,8 +156,7 @@ def test_committed_reports_regenerate_determinism_check(directory, sweeps, tmp_p
   """Each committed report is what today's code makes of the run records archived beside it
   (a determinism check: a changed table or verdict rule must be regenerated). Records
   made under an earlier split scheme are skipped: the report reads today's eval
-  problems (the optimum's applicability) and judges today's preregistered claims, and
-  their rerun on the exercise splits replaces them."""
+  problems (the optimum's applicability) and judges today's preregistered claims."""
   runs = records.load_runs(sweeps)
   try:
     records.require_per_problem(runs)
@@ -168,3 +167,28 @@ def test_committed_reports_regenerate_determinism_check(directory, sweeps, tmp_p
   report.write_report(sweeps, str(tmp_path), plots=False)
   for name in ("report.md", "summary.json"):
     assert (tmp_path / name).read_text() == open(os.path.join(ROOT, directory, name)).read(), name
+
+
+def test_every_final_run_trains_the_committed_choice():
+  """Each domain's final sweep in results/final trains exactly results/tuning/chosen.json:
+  one run per algorithm, with its config file and every override of its choice, and each
+  archived run's config.json holds those values."""
+  found = dict(committed("summary.json"))
+  if "results/final" not in found:
+    pytest.skip("no committed final comparison")
+  with open(os.path.join(ROOT, "results", "tuning", "chosen.json")) as f:
+    chosen = json.load(f)
+  for domain, entries in chosen.items():
+    sweep_dir = os.path.join(ROOT, "results", "final", f"final-{domain}")
+    with open(os.path.join(sweep_dir, "sweep.json")) as f:
+      planned = json.load(f)["runs"]
+    assert len(planned) == len(entries), domain
+    for key, entry in entries.items():
+      matches = [run for run in planned if run["config_file"] == entry["config_file"]
+                 and all(run["overrides"].get(k) == v for k, v in entry["overrides"].items())]
+      assert len(matches) == 1, (domain, key, [run["name"] for run in matches])
+      with open(os.path.join(sweep_dir, "runs", matches[0]["name"], "config.json")) as f:
+        config = json.load(f)
+      for field, value in entry["overrides"].items():
+        section, name = field.split(".")
+        assert config[section][name] == value, (domain, key, field)

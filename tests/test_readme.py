@@ -1,0 +1,108 @@
+"""The README's Results tables say what results/final/summary.json says: every number
+within the rounding of its printed digits, every verdict and every count of claims that
+hold. A table edited by hand after a rerun, or a rerun without its README, fails here."""
+
+import fnmatch
+import json
+import os
+import re
+
+import pytest
+
+from experiments import algorithms, records
+from sweep_dirs import ROOT
+
+NUMBER = re.compile(r"[−+-]?\d+\.\d+")
+DOMAIN_OF_TITLE = {title: domain for domain, title in records.DOMAIN_TITLES.items()}
+
+
+def _results_tables():
+  """The README's Results section as tables: a list of (header cells, rows of cells)."""
+  with open(os.path.join(ROOT, "README.md")) as f:
+    text = f.read()
+  section = text.split("\n## Results\n", 1)[1].split("\n## ", 1)[0]
+  tables, rows = [], []
+  for line in section.splitlines() + [""]:
+    if line.startswith("|"):
+      rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    elif rows:
+      tables.append((rows[0], rows[2:]))
+      rows = []
+  return tables
+
+
+def _summary():
+  path = os.path.join(ROOT, "results", "final", "summary.json")
+  if not os.path.isfile(path):
+    pytest.skip("no committed final comparison")
+  with open(path) as f:
+    return json.load(f)
+
+
+def _numbers(cell):
+  """The numbers printed in `cell`, each with its half unit in the last printed digit."""
+  found = []
+  for token in NUMBER.findall(cell):
+    decimals = len(token.split(".")[1])
+    found.append((float(token.replace("−", "-")), 0.5 * 10 ** -decimals))
+  return found
+
+
+def _assert_close(cell, values, what):
+  printed = _numbers(cell)
+  assert len(printed) == len(values), (what, cell)
+  for (number, half_unit), value in zip(printed, values):
+    # summary.json rounds to 4 decimals: allow that too.
+    assert abs(number - value) <= half_unit + 1e-4, (what, cell, values)
+
+
+def _domains(header):
+  domains = [DOMAIN_OF_TITLE.get(title) for title in header[1:]]
+  assert None not in domains, f"a column is not a domain title: {header}"
+  return domains
+
+
+def test_readme_rows_match_the_summary():
+  summary = _summary()
+  tables = [t for t in _results_tables() if t[1] and t[1][0][0] in algorithms.BY_LABEL]
+  assert len(tables) == 1, "the README's Results have one table of rows"
+  header, rows = tables[0]
+  domains = _domains(header)
+  for row in rows:
+    key = algorithms.BY_LABEL[row[0]].key
+    for domain, cell in zip(domains, row[1:]):
+      test = summary[domain][key]["test"]
+      _assert_close(cell, [test["pass@1"]["mean"], test["distinct_correct"]["mean"]],
+                    (row[0], domain))
+  assert {row[0] for row in rows} == {
+      a.label for a in algorithms.ALGORITHMS if all(a.key in summary[d] for d in domains)}
+
+
+def test_readme_claims_match_the_summary():
+  summary = _summary()
+  tables = [t for t in _results_tables() if t[0][0] == "claim"]
+  assert len(tables) == 1, "the README's Results have one table of claims"
+  header, rows = tables[0]
+  domains = _domains(header)
+  listed = set()
+  for row in rows:
+    pattern = re.findall(r"\(`([^`]+)`\)$", row[0])
+    assert pattern, f"a claim's row ends with its id in backticks: {row[0]}"
+    for domain, cell in zip(domains, row[1:]):
+      claims = [c for c in summary[domain]["claims"] if fnmatch.fnmatchcase(c["id"], pattern[0])]
+      assert claims, (pattern[0], domain)
+      listed.update((domain, c["id"]) for c in claims)
+      holds = [c["verdict"] == "holds" for c in claims]
+      if len(claims) > 1:
+        assert cell == f"{sum(holds)} of {len(claims)} hold", (pattern[0], domain, cell)
+        continue
+      verdict = "**holds**" if holds[0] else "does not hold"
+      assert cell.endswith(verdict), (pattern[0], domain, cell, claims[0]["verdict"])
+      difference = claims[0].get("difference")
+      if difference is None:
+        assert cell == verdict, (pattern[0], domain, cell)
+      else:
+        _assert_close(cell, [difference["mean"], difference["ci_low"], difference["ci_high"]],
+                      (pattern[0], domain))
+  every = {(d, c["id"]) for d in domains for c in summary[d]["claims"]}
+  assert listed == every, f"claims missing from the README: {sorted(every - listed)}"
