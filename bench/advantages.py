@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from bench.timing import median_seconds
-from polyepo import advantages, objectives, sets
+from polyepo.core import advantages, objectives, sets
 
 COMPARED = ((8, 4), (16, 8), (20, 8))
 CLOSED_ONLY = ((32, 8), (64, 8), (64, 16))

@@ -15,7 +15,7 @@ seed (each seed draws its own samples), in turn in this process:
   SxP        S seeds in one vmapped call, P problems per call
 
 and prints each one's seconds and its ratio to `before`. Every shape draws the
-same samples (to float tolerance, tests/test_train.py), so only the speed
+same samples (to float tolerance, tests/rl/test_train.py), so only the speed
 differs. Each shape is compiled and warmed up on the first problems first.
 """
 
@@ -28,7 +28,8 @@ import numpy as np
 
 from configs import pretrain as pretrain_config
 from experiments import build, machine
-from polyepo import evaluate, forced, loop, splits
+from polyepo.evaluation import evaluate, forced, splits
+from polyepo.rl import loop
 
 
 def _before(params, model_config, env, problems, settings, step):

@@ -34,9 +34,9 @@ import jax.numpy as jnp
 import optax
 
 from bench.timing import median_seconds
-from polyepo import bf16, model
-from polyepo import sampling
+from polyepo.policy import bf16, model
 from polyepo import accumulation
+from polyepo.policy import sampling
 
 
 def matmul_peak(size=2048, repeats=10, matmul_dtype="float32"):

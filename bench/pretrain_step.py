@@ -22,7 +22,8 @@ import jax
 from bench import timing
 from configs import pretrain as pretrain_configs
 from experiments import build
-from polyepo import accumulation, corpus, pretrain
+from polyepo import accumulation
+from polyepo.pretraining import corpus, pretrain
 
 
 def main(argv=None):

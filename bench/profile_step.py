@@ -47,7 +47,11 @@ import envs
 from bench.timing import median_seconds, xla_op_seconds
 from configs import poly_epo
 from experiments import build
-from polyepo import accumulation, estimators, losses, model, pretrain, sampling, train
+from polyepo import accumulation
+from polyepo.core import losses
+from polyepo.policy import model, sampling
+from polyepo.pretraining import pretrain
+from polyepo.rl import estimators, train
 
 
 def phases(domain: str, repeats: int, ops: bool = False, matmul_dtype: str = "float32"):

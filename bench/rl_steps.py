@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from experiments import build, sweep
-from polyepo import train
+from polyepo.rl import train
 
 MAIN_JOB = sweep.RunSpec("main job", "configs/poly_epo.py", "domain=multiplication", {})
 

@@ -24,7 +24,7 @@ import ml_collections
 
 from configs import choices
 from configs import pretrain as pretrain_config
-from polyepo import loop, train
+from polyepo.rl import loop, train
 
 # config.train holds the fields of polyepo.train.TrainConfig and config.run those
 # of polyepo.loop.RunSettings, each documented in its dataclass's docstring; at

@@ -11,7 +11,7 @@ verdict.
 **Changing a claim.** A claim may be changed freely until a result has judged it.
 After that, a change keeps the claim's `id` and adds a `Change` naming the commit
 of the result that was seen and the definition before it; the report marks the
-claim, and `tests/test_claims.py` fails for a claim whose definition differs from
+claim, and `tests/experiments/test_claims.py` fails for a claim whose definition differs from
 the one recorded in `results/final/summary.json` without such a `Change`.
 
 **The rule** (`RULE`): every claim of a domain is judged on the intervals it rests

@@ -19,7 +19,8 @@ import ml_collections
 
 import envs
 from configs import choices
-from polyepo import model, pretrain
+from polyepo.policy import model
+from polyepo.pretraining import pretrain
 
 # Two stages (polyepo.pretrain): a balanced competence stage that teaches every
 # strategy, then a short preference stage on a skewed mixture, trained on the

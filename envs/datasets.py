@@ -41,7 +41,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 
 import envs
-from polyepo import splits
+from polyepo.evaluation import splits
 
 
 DEFAULT_DATA_DIR = "~/.cache/polyepo/tfds"

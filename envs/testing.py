@@ -44,8 +44,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from polyepo import splits
 from polyepo.env_api import DEGENERATE
+from polyepo.evaluation import splits
 
 NOT_A_PROBLEM = "Tell me a story about a dragon."
 MAX_GUESS_RATE = 0.1

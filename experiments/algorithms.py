@@ -49,7 +49,7 @@ ALGORITHMS = (
 BY_LABEL = {a.label: a for a in ALGORITHMS}
 ORDER = tuple(BY_LABEL)
 # Knobs newer than some archived runs, with the value those runs trained with
-# (polyepo.train.TrainConfig's default; tests/test_tuning.py checks they agree).
+# (polyepo.train.TrainConfig's default; tests/experiments/test_tuning.py checks they agree).
 KNOB_DEFAULTS = {"normalize_over": "prompt"}
 # Names of the set objectives no set-RL row of ALGORITHMS names.
 _OBJECTIVE_NAMES = {"mean_reward": "Set RL mean reward", "srl": "Set RL f_srl"}

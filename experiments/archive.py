@@ -18,7 +18,7 @@ import shutil
 from typing import Any, Dict, List, Sequence
 
 from experiments.records import RunRecord, is_complete, read_jsonl_or_empty
-from polyepo import writers
+from polyepo.io import writers
 
 RECORDS = ("config.json", "train.jsonl.gz", "eval.jsonl.gz")  # of each run in an archive
 

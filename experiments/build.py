@@ -20,7 +20,12 @@ import jax
 import envs
 from envs import datasets
 from experiments import algorithms
-from polyepo import checkpoint, checks, evaluate, forced, loop, model, pretrain, splits, train
+from polyepo import checks
+from polyepo.evaluation import evaluate, forced, splits
+from polyepo.io import checkpoint
+from polyepo.policy import model
+from polyepo.pretraining import pretrain
+from polyepo.rl import loop, train
 
 
 def rl_settings(config):

@@ -43,9 +43,11 @@ from tqdm.auto import tqdm
 
 from configs import pretrain as pretrain_config
 from experiments import build
-from polyepo import gae, model, sampling, splits
-from polyepo import value_head as value_head_lib
-from polyepo import vines as vines_lib
+from polyepo.core import gae
+from polyepo.evaluation import splits
+from polyepo.policy import model, sampling
+from polyepo.policy import value_head as value_head_lib
+from polyepo.rl import vines as vines_lib
 
 CRITICS = ("head", "wide_head", "surprise_head", "trunk")
 

@@ -58,7 +58,7 @@ NOTE = (
 
 def objective_of(train: Dict[str, Any]) -> Optional[Tuple[str, int]]:
   """(objective, n) a run's config.train maximises; None for neither set RL nor standard RL."""
-  from polyepo import estimators  # pylint: disable=g-import-not-at-top
+  from polyepo.rl import estimators  # pylint: disable=g-import-not-at-top
   if estimators.get(train["estimator"]).set_objective:
     return train["objective"], int(train["set_size"])
   if train["estimator"] in STANDARD_RL:
@@ -90,7 +90,7 @@ def _accuracy(record: Dict[str, Any], names) -> Optional[np.ndarray]:
 def _predicted(objective, n, accuracy, applicable, names, samples) -> Optional[Dict[str, Any]]:
   """`mixtures.predict`'s numbers; None without forced accuracies or beyond what the
   exact sum supports (MAX_SET_SIZE, MAX_STRATEGIES, objectives needing answers)."""
-  from polyepo import mixtures, objectives  # pylint: disable=g-import-not-at-top
+  from polyepo.core import mixtures, objectives  # pylint: disable=g-import-not-at-top
   if (accuracy is None or n > mixtures.MAX_SET_SIZE or len(names) > mixtures.MAX_STRATEGIES
       or objective in objectives.NEEDS_ANSWERS):
     return None

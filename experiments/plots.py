@@ -9,7 +9,7 @@ seeds (`experiments.stats`).
 import numpy as np
 
 from experiments import algorithms, records
-from polyepo import splits
+from polyepo.evaluation import splits
 
 
 def _color(label):

@@ -23,7 +23,7 @@ from absl import flags, logging
 from ml_collections import config_flags
 
 from experiments import build, cli
-from polyepo import evaluate
+from polyepo.evaluation import evaluate
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Pretraining config file.",
                                           lock_config=True)
@@ -50,7 +50,7 @@ def targets(summary: Dict[str, Any], families: Sequence[str]) -> List[Tuple[str,
   * pass@1 in [0.15, 0.6].
 
   A strategy never sampled counts as neither rare nor used. E.g. S = 3, F = 2
-  (tests/addition_env.py): 2 competent strategies from 1 family, 1 strategy
+  (tests/helpers/addition_env.py): 2 competent strategies from 1 family, 1 strategy
   used but under 0.2% (so also under 1%).
   """
   names = list(summary["strategy_share"])[:len(families)]

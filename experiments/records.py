@@ -18,7 +18,7 @@ import numpy as np
 
 from configs import claims as claims_registry
 from experiments import algorithms, stats
-from polyepo import splits
+from polyepo.evaluation import splits
 
 # Metrics (named as in summary.json) -> the per-problem list they are the mean of;
 # "pass@k" is computed from "num_correct".
@@ -44,14 +44,14 @@ class RunRecord(NamedTuple):
 
 def read_jsonl_or_empty(path: str) -> List[Dict[str, Any]]:
   """`writers.read_jsonl`, or [] for a missing file."""
-  from polyepo import writers  # pylint: disable=g-import-not-at-top
+  from polyepo.io import writers  # pylint: disable=g-import-not-at-top
   return writers.read_jsonl(path) if os.path.exists(path) else []
 
 
 def load_runs(sweep_dirs: Sequence[str]) -> List[RunRecord]:
   """Every run directory (with an evaluation) under the sweep directories, by name;
   a run's records are its eval.jsonl and train.jsonl, or their archived .jsonl.gz."""
-  from polyepo import writers  # pylint: disable=g-import-not-at-top
+  from polyepo.io import writers  # pylint: disable=g-import-not-at-top
   runs = []
   for index, sweep_dir in enumerate(sweep_dirs):
     root = os.path.join(sweep_dir, "runs")

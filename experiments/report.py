@@ -76,7 +76,7 @@ from experiments.records import (DISCOVERY_SHARE, DOMAIN_TITLES, RARE_SHARE, Run
 from experiments.summary import summary_json
 from experiments.tables import (SATURATED_NOTE, discovery_table, domain_table,
                                 pass_at_1_sources, strategy_table, summary_table)
-from polyepo import splits
+from polyepo.evaluation import splits
 
 # experiments.tuning defines --out and --archive too; allow_override lets one
 # process (the tests) import both modules. A FlagHolder reads its flag by name, so

@@ -20,7 +20,7 @@ from experiments import algorithms, critics, optimum
 from experiments import claims as claims_lib
 from experiments.records import RunRecord, num_seeds, select_rows, value
 from experiments.tables import PASS_KS, rounded
-from polyepo import splits
+from polyepo.evaluation import splits
 
 SUMMARY_METRICS = tuple(f"pass@{k}" for k in PASS_KS) + (
     "distinct_correct", "distinct", "distinct_correct_families", "majority_vote")

@@ -45,7 +45,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 from absl import app, flags, logging
 
 from experiments import build, cli, machine, ray_sweep
-from polyepo import rundir, writers
+from polyepo.io import rundir, writers
 
 _SWEEP = flags.DEFINE_string("sweep", None, "Sweep file, optionally with a config string: "
                              "configs/sweeps/headline.py:size=smoke.")

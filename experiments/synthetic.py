@@ -21,7 +21,9 @@ from ml_collections import config_flags
 
 import envs
 from experiments import build, cli
-from polyepo import evaluate, loop, parallel
+from polyepo import parallel
+from polyepo.evaluation import evaluate
+from polyepo.rl import loop
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "RL config file (configs/*.py).",
                                           lock_config=True)

@@ -26,7 +26,8 @@ from absl import flags, logging
 from ml_collections import config_flags
 
 from experiments import build, cli
-from polyepo import model, splits
+from polyepo.evaluation import splits
+from polyepo.policy import model
 
 # experiments.pretrain defines --config too; allow_override lets one process (the
 # tests) import both, and each module's FlagHolder reads the value parsed.

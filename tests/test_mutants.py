@@ -19,7 +19,7 @@ def test_every_mutant_applies_to_the_current_sources():
 
 
 def test_a_stale_mutant_fails_loudly(tmp_path):
-  (tmp_path / "polyepo").mkdir()
-  (tmp_path / "polyepo" / "losses.py").write_text("nothing to see\n")
+  (tmp_path / "polyepo" / "core").mkdir(parents=True)
+  (tmp_path / "polyepo" / "core" / "losses.py").write_text("nothing to see\n")
   with pytest.raises(ValueError, match="pg_min: the snippet occurs 0 times"):
     mutants.apply(mutants.MUTANTS[0], str(tmp_path))

@@ -1,0 +1,2 @@
+"""The base model: two-stage supervised pretraining on strategy demonstrations.
+"""

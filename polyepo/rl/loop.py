@@ -1,0 +1,392 @@
+"""The host loop of an RL run: run directory, compiled chunks, evaluation, checkpoints.
+
+  summary = train_and_evaluate(train_config, model_config, env, env_params, base_params,
+                               eval_problems, workdir, settings)
+
+The host only logs, evaluates and checkpoints between compiled chunks of
+`steps_per_chunk` steps; all seeds train in one program (vmap). The run
+directory holds config.json, train.jsonl and eval.jsonl (the source of truth),
+TensorBoard event files under tb/, and orbax checkpoints under checkpoints/.
+An existing run directory is never overwritten silently: pass resume=True to
+continue from its last checkpoint or overwrite=True to start afresh. Resumed
+with a larger `num_steps`, a finished run is extended: it continues from its
+last checkpoint exactly as a run started with that length would have.
+"""
+
+import dataclasses
+import os
+import time
+import warnings
+from typing import Any, Dict, Optional, Tuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import orbax.checkpoint as ocp
+
+from polyepo import checks, parallel
+from polyepo.evaluation import evaluate, forced, splits
+from polyepo.io import rundir, writers
+from polyepo.rl import train
+
+
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSettings:
+  """Host-side settings of a run (checked at construction, `check_settings`).
+
+  The defaults are the RL configs' (configs/base.py builds `config.run` from
+  them and overrides only the size presets).
+
+  Attributes:
+    num_seeds: S seeds trained together in one program.
+    seed_batch_size: seeds computed at once (0 = by platform: all S on an
+      accelerator, one at a time on a CPU; see `parallel.over_seeds`).
+    seed: base seed; seed s uses fold_in(PRNGKey(seed), s).
+    eval_every: evaluate every this many steps (a multiple of steps_per_chunk;
+      0 = only at the start and the end).
+    checkpoint_every: checkpoint every this many steps (a multiple of
+      steps_per_chunk; the last step is always checkpointed).
+    eval_at_start: evaluate the starting (base) model at step 0; runs that
+      share a base model and eval settings would all record the same step-0
+      evaluation, so a sweep may keep it in one of them.
+    eval_splits: the eval splits evaluated (names among `polyepo.splits.EVAL_SPLITS`; a tuning
+      run evaluates `validation` only, so that `test` and `ood` cannot pick
+      anything).
+    eval_num_problems: problems per eval split.
+    eval_num_samples: samples per problem (pass@k for k up to this).
+    eval_temperature: sampling temperature at evaluation (0: greedy).
+    eval_forced_problems: problems per strategy for its forced accuracy at each
+      evaluation (`polyepo.forced`; 0: not measured).
+    eval_forced_samples: completions per (problem, strategy).
+    eval_problems_per_chunk: problems per compiled sampling call at evaluation
+      (0 = by platform, `evaluate.default_problems_per_chunk`: as many as make
+      32 responses on a CPU, 8,192 on an accelerator). Changes only the speed.
+    eval_seed_batch_size: seeds sampled in one compiled call at evaluation
+      (vmapped, `evaluate.sample_seeds`; 0 = by platform, as seed_batch_size:
+      all S on an accelerator, one at a time on a CPU). Changes only the speed.
+    num_devices: devices of the `data` mesh axis that the entry point builds
+      (`parallel.make_mesh`; 0 = all that divide the prompt batch).
+    max_checkpoints: checkpoints kept.
+  """
+  num_seeds: int = 1
+  seed_batch_size: int = 0
+  seed: int = 0
+  eval_every: int = 50
+  checkpoint_every: int = 50
+  eval_at_start: bool = True
+  eval_splits: Tuple[str, ...] = splits.EVAL_SPLITS
+  eval_num_problems: int = 64
+  eval_num_samples: int = 32
+  eval_temperature: float = 1.0
+  eval_forced_problems: int = 16
+  eval_forced_samples: int = 8
+  eval_problems_per_chunk: int = 0
+  eval_seed_batch_size: int = 0
+  num_devices: int = 0
+  max_checkpoints: int = 2
+
+  def __post_init__(self):
+    check_settings(self)
+
+
+def check_settings(settings: RunSettings) -> None:
+  """Raises ValueError naming the field and its valid range (at construction)."""
+  checks.at_least("num_seeds", settings.num_seeds, 1)
+  parallel.check_seed_batch_size(settings.seed_batch_size, settings.num_seeds)
+  for name in ("eval_every", "checkpoint_every"):
+    checks.at_least(name, getattr(settings, name), 0)
+  names = tuple(settings.eval_splits)
+  if not names or len(set(names)) < len(names) or set(names) - set(splits.EVAL_SPLITS):
+    raise ValueError(f"eval_splits={names!r} must name each split at most once, at least "
+                     f"one, among: {', '.join(splits.EVAL_SPLITS)}.")
+  evaluate.validate(num_problems=settings.eval_num_problems,
+                    num_samples=settings.eval_num_samples,
+                    temperature=settings.eval_temperature,
+                    problems_per_chunk=settings.eval_problems_per_chunk, prefix="eval_")
+  parallel.check_seed_batch_size(settings.eval_seed_batch_size, settings.num_seeds,
+                                 name="eval_seed_batch_size")
+  checks.at_least("eval_forced_problems", settings.eval_forced_problems, 0)
+  checks.at_least("eval_forced_samples", settings.eval_forced_samples, 1)
+  checks.at_least("num_devices", settings.num_devices, 0)
+  checks.at_least("max_checkpoints", settings.max_checkpoints, 1)
+
+
+def validate(settings: RunSettings, config: train.TrainConfig) -> None:
+  """Raises ValueError unless the run's settings fit its TrainConfig, before compiling:
+  eval_every and checkpoint_every must be multiples of its steps_per_chunk
+  (each config checks its own fields at construction)."""
+  for name in ("eval_every", "checkpoint_every"):
+    value = getattr(settings, name)
+    if value % config.steps_per_chunk:
+      raise ValueError(f"{name}={value} must be a non-negative multiple of "
+                       f"steps_per_chunk={config.steps_per_chunk}.")
+
+
+def check_workdir(workdir: str, resume: bool, overwrite: bool) -> None:
+  """Refuses, before any work and without touching a file, what `prepare_workdir`
+  would refuse: an existing run directory without --resume or --overwrite, and a
+  directory that is not a run directory (`rundir.RUN_LAYOUT`) to resume or
+  overwrite. Raises ValueError or FileExistsError naming the directory."""
+  if resume and overwrite:
+    raise ValueError("Pass at most one of --resume and --overwrite.")
+  if not os.path.lexists(workdir) or (os.path.isdir(workdir) and not os.listdir(workdir)):
+    return
+  if overwrite:
+    rundir.check(workdir, rundir.RUN_LAYOUT)
+  elif not resume:
+    raise FileExistsError(
+        f"Run directory {workdir!r} already exists. Pass --resume to continue it from "
+        f"its last checkpoint or --overwrite to delete it and start again.")
+  elif not rundir.is_of(workdir, rundir.RUN_LAYOUT):
+    raise FileExistsError(f"{workdir!r} is not a run directory (it holds no config, records "
+                          f"or checkpoints of a run): there is nothing to resume there.")
+
+
+def prepare_workdir(workdir: str, resume: bool, overwrite: bool) -> None:
+  """Creates the run directory after `check_workdir`; with overwrite, first
+  removes what a run wrote there (`rundir.clear`), and nothing else."""
+  check_workdir(workdir, resume, overwrite)
+  if overwrite:
+    rundir.clear(workdir, rundir.RUN_LAYOUT)
+  os.makedirs(workdir, exist_ok=True)
+
+
+def _seed_params(params, seed: int):
+  return jax.tree.map(lambda x: x[seed], params)
+
+
+def _mean_summary(summaries):
+  """Averages numeric leaves of per-seed summaries (None-aware); an integer that
+  every seed shares (a count such as num_samples) stays an integer. The
+  per-problem values ("per_problem") are left out: the per-seed summaries keep
+  them, and a mean over seeds of per-problem values would mean nothing to read."""
+  first = summaries[0]
+  if isinstance(first, dict):
+    return {k: _mean_summary([s[k] for s in summaries]) for k in first if k != "per_problem"}
+  values = [s for s in summaries if s is not None]
+  if not values:
+    return None
+  if all(isinstance(v, int) and v == values[0] for v in values):
+    return values[0]
+  return float(np.mean(values))
+
+
+def evaluate_seeds(params, model_config, env, eval_problems, settings: RunSettings,
+                   step: int, base_params=None) -> Dict[str, Any]:
+  """{split: {"mean": summary averaged over seeds, "seeds": [summary per seed]}}.
+
+  Seeds are sampled settings.eval_seed_batch_size at a time (by platform for
+  0), problems settings.eval_problems_per_chunk per call: the same samples
+  either way, to float tolerance. With base_params, each summary holds the KL
+  to the base model (`kl_to_base`);
+  with settings.eval_forced_problems > 0, each strategy's forced accuracy
+  (`forced_accuracy`, `polyepo.forced`).
+  """
+  out = {}
+  num_seeds = settings.num_seeds
+  seeds_per_call = (settings.eval_seed_batch_size
+                    or parallel.default_seed_batch_size(num_seeds))
+  options = dict(num_samples=settings.eval_num_samples, temperature=settings.eval_temperature,
+                 problems_per_chunk=settings.eval_problems_per_chunk, base_params=base_params)
+  for i, (split, problems) in enumerate(sorted(eval_problems.items())):
+    problems = jax.tree.map(lambda x: x[:settings.eval_num_problems], problems)
+    seed_keys = [jax.random.fold_in(jax.random.PRNGKey(settings.seed + 7919 * (i + 1)), s)
+                 for s in range(num_seeds)]
+    step_keys = [jax.random.fold_in(key, step) for key in seed_keys]
+    samples = []
+    for first in range(0, num_seeds, seeds_per_call):
+      stop = min(first + seeds_per_call, num_seeds)
+      if stop - first == 1:  # unbatched: a vmapped decode loop selects its state every step
+        samples.append(evaluate.sample_responses(_seed_params(params, first), model_config,
+                                                 env, problems, step_keys[first], **options))
+      else:
+        samples += evaluate.sample_seeds(
+            jax.tree.map(lambda x, a=first, b=stop: x[a:b], params), model_config, env,
+            problems, jnp.stack(step_keys[first:stop]), **options)
+    per_seed = []
+    for s, key in enumerate(seed_keys):
+      summary = evaluate.summarize(samples[s], env.strategy_names, env.strategy_families)
+      if settings.eval_forced_problems:
+        summary["forced_accuracy"] = forced.forced_accuracy(
+            _seed_params(params, s), model_config, env, problems,
+            jax.random.fold_in(jax.random.fold_in(key, step), 1),
+            num_problems=settings.eval_forced_problems,
+            num_samples=settings.eval_forced_samples, temperature=settings.eval_temperature)
+      per_seed.append(summary)
+    out[split] = {"mean": _mean_summary(per_seed), "seeds": per_seed}
+  return out
+
+
+def _step_records(chunk_metrics, first_step: int):
+  """Per-step records: each metric as its seed mean and its per-seed values."""
+  host = jax.tree.map(np.asarray, chunk_metrics)   # [S, steps, ...]
+  steps = next(iter(host.values())).shape[1]
+  for t in range(steps):
+    record = {}
+    for name, value in host.items():
+      per_seed = value[:, t]
+      record[name] = per_seed.mean(0).tolist()
+      record[f"{name}/seeds"] = per_seed.tolist()
+    yield first_step + t + 1, record
+
+
+def _last_step(path: str) -> int:
+  """The step of a JSONL file's last whole record (-1: none), after dropping a
+  torn last line (`writers.truncate_jsonl`, which warns once)."""
+  records = writers.truncate_jsonl(path)
+  return records[-1]["step"] if records else -1
+
+
+def _last_eval_due(step: int, config: train.TrainConfig, settings: RunSettings) -> int:
+  """The last step at or before `step` whose evaluation the run has recorded
+  (-1: none): the start, every eval_every steps and the end."""
+  due = [0] if settings.eval_at_start else [-1]
+  if settings.eval_every and step >= settings.eval_every:
+    due.append(step - step % settings.eval_every)
+  if step == config.num_steps:
+    due.append(step)
+  return max(due)
+
+
+def _restore(manager, state, workdir: str, config: train.TrainConfig, settings: RunSettings):
+  """(step, state) to resume from: the latest checkpoint that restores and that
+  the run's records reach, or (0, state) with nothing to resume.
+
+  A crash can tear what it was writing: orbax itself never lists a checkpoint
+  whose save did not finish (it writes into a temporary folder and renames
+  it), but a finished one can still be damaged, and a JSONL file loses its
+  tail. A checkpoint that fails to restore is reported by name and an earlier
+  one is tried; one beyond the last whole record of train.jsonl or eval.jsonl
+  is passed over, so the resumed run rewrites those records exactly as an
+  uninterrupted run wrote them. The checkpoints after the step resumed from
+  are removed (the run saves them again). If every checkpoint fails to
+  restore, nothing is removed and ValueError names them.
+  """
+  steps = sorted(manager.all_steps(), reverse=True)
+  if not steps:
+    warnings.warn(f"--resume: {workdir!r} has no checkpoint to resume from; the run "
+                  f"starts afresh.", writers.RecoveryWarning, stacklevel=3)
+    return 0, state
+  last_train = _last_step(os.path.join(workdir, "train.jsonl"))
+  last_eval = _last_step(os.path.join(workdir, "eval.jsonl"))
+  abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, state)
+  failed, restored = [], None
+  for step in steps:
+    if step > last_train or _last_eval_due(step, config, settings) > last_eval:
+      warnings.warn(f"{workdir}: the records end before checkpoint {step} (train.jsonl at "
+                    f"step {last_train}, eval.jsonl at {last_eval}); resuming from an "
+                    f"earlier one.", writers.RecoveryWarning, stacklevel=3)
+      continue
+    try:
+      restored = step, train.TrainState(*manager.restore(
+          step, args=ocp.args.StandardRestore(abstract)))
+      break
+    except Exception as err:  # pylint: disable=broad-except
+      failed.append(step)     # orbax and tensorstore raise many types for a damaged file
+      warnings.warn(f"checkpoint {os.path.join(manager.directory, str(step))} does not "
+                    f"restore ({type(err).__name__}: {str(err).splitlines()[0][:200]}); "
+                    f"trying an earlier one.", writers.RecoveryWarning, stacklevel=3)
+  if len(failed) == len(steps):
+    raise ValueError(f"No checkpoint of {workdir!r} restores (steps "
+                     f"{', '.join(map(str, failed))}); pass --overwrite to start afresh.")
+  start, state = restored or (0, state)
+  for step in steps:
+    if step > start:
+      manager.delete(step)
+  if restored is None:
+    warnings.warn(f"{workdir}: no checkpoint is reached by the run's records; the run "
+                  f"starts afresh.", writers.RecoveryWarning, stacklevel=3)
+  return start, state
+
+
+def train_and_evaluate(config: train.TrainConfig, model_config, env, env_params, base_params,
+                       eval_problems: Dict[str, Any], workdir: str, settings: RunSettings,
+                       *, resume: bool = False, overwrite: bool = False,
+                       config_record: Optional[Dict[str, Any]] = None, mesh=None,
+                       progress: bool = True) -> Dict[str, Any]:
+  """Runs (or resumes) an RL run; returns the final evaluation.
+
+  Args:
+    config: RL settings.
+    model_config: the policy's TransformerConfig.
+    env, env_params: the environment.
+    base_params: the base model (start of every seed, and the KL reference).
+    eval_problems: {split name: problems pytree}, e.g. the TFDS test/ood splits.
+    workdir: run directory.
+    settings: host-side settings.
+    resume, overwrite: what to do with an existing workdir.
+    config_record: JSON-able config written to workdir/config.json (an entry
+      point checks a resumed run's against it first, `experiments.build.check_resumable`).
+    mesh: optional mesh with a `data` axis (see train.make_train).
+    progress: show a tqdm progress bar.
+
+  Returns:
+    The last evaluation ({split: {"mean": ..., "seeds": [...]}}).
+  """
+  from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top
+
+  validate(settings, config)
+  prepare_workdir(workdir, resume, overwrite)
+  trained = _last_step(os.path.join(workdir, "train.jsonl")) if resume else -1
+  if trained > config.num_steps:  # checked before config.json is rewritten
+    raise ValueError(f"Run directory {workdir!r} has trained {trained} steps, more than "
+                     f"num_steps={config.num_steps}: num_steps may only grow (the run is "
+                     f"extended); resume it with num_steps >= {trained}.")
+  if config_record is not None:
+    writers.write_json_atomically(os.path.join(workdir, "config.json"), config_record)
+
+  init, run_chunk = train.make_train(config, model_config, env, env_params,
+                                     num_seeds=settings.num_seeds,
+                                     seed_batch_size=settings.seed_batch_size, mesh=mesh)
+  keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(settings.seed), s))(
+      jnp.arange(settings.num_seeds))
+  state = init(base_params, keys)
+
+  options = ocp.CheckpointManagerOptions(max_to_keep=settings.max_checkpoints, create=True)
+  writer = writers.MetricWriter(workdir)
+  with ocp.CheckpointManager(os.path.join(os.path.abspath(workdir), "checkpoints"),
+                             options=options) as manager:
+    start = 0
+    if resume:
+      start, state = _restore(manager, state, workdir, config, settings)
+      for name in ("train", "eval"):
+        writers.truncate_jsonl(os.path.join(workdir, f"{name}.jsonl"), start)
+    last_eval = None
+    if start == 0:  # a fresh run, or one stopped before its first checkpoint
+      for name in ("train", "eval"):
+        writers.truncate_jsonl(os.path.join(workdir, f"{name}.jsonl"), -1)
+      if settings.eval_at_start:
+        last_eval = evaluate_seeds(state.params, model_config, env, eval_problems, settings, 0,
+                                   base_params)
+        writer.write("eval", 0, last_eval)
+    chunk = config.steps_per_chunk
+    bar = tqdm(total=config.num_steps, initial=start, desc=f"train {config.estimator}",
+               unit="step", disable=not progress)
+    step = start
+    while step < config.num_steps:
+      tic = time.perf_counter()
+      state, chunk_metrics = run_chunk(state, base_params)
+      jax.block_until_ready(state)
+      seconds = time.perf_counter() - tic
+      for s, record in _step_records(chunk_metrics, step):
+        writer.write("train", s, dict(record, seconds_per_step=seconds / chunk))
+      step += chunk
+      bar.update(chunk)
+      bar.set_postfix(reward=f"{record['reward']:.3f}", pass1=f"{record['pass_at_1']:.3f}",
+                      strategies=f"{record['distinct_strategies']:.2f}")
+      final = step == config.num_steps
+      if final or (settings.eval_every and step % settings.eval_every == 0):
+        last_eval = evaluate_seeds(state.params, model_config, env, eval_problems, settings,
+                                   step, base_params)
+        writer.write("eval", step, last_eval)
+      if final or (settings.checkpoint_every and step % settings.checkpoint_every == 0):
+        manager.save(step, args=ocp.args.StandardSave(state))
+    bar.close()
+    manager.wait_until_finished()
+  writer.close()
+  if last_eval is None:  # resumed at the end: report the last recorded evaluation
+    last_eval = writers.read_jsonl(os.path.join(workdir, "eval.jsonl"))[-1]
+    last_eval.pop("step")
+  return last_eval

@@ -1,0 +1,285 @@
+"""The configs: one source of defaults and docs (the dataclasses), every field documented,
+the values the experiments run with, and validation when they are unpacked
+(experiments.build)."""
+
+import dataclasses
+import json
+import os
+import re
+import uuid
+
+import pytest
+
+import envs
+from configs import (base, choices, grpo, pass_at_k, poly_epo, poly_epo_windowed, poly_ppo, ppo,
+                     reward_shaping)
+from configs import pretrain as pretrain_config
+from experiments import build
+from polyepo.policy import model
+from polyepo.pretraining import pretrain
+from polyepo.rl import loop, train
+import repo
+
+ROOT = repo.ROOT
+ALGORITHMS = {"grpo": grpo, "reward_shaping": reward_shaping, "poly_epo": poly_epo,
+              "pass_at_k": pass_at_k, "ppo": ppo, "poly_ppo": poly_ppo,
+              "poly_epo_windowed": poly_epo_windowed}
+ALGORITHM_FIELDS = {"estimator", "lam", "objective", "value_model"}  # an algorithm file sets
+
+
+def _names(cls):
+  return {f.name for f in dataclasses.fields(cls)}
+
+
+def _defaults(cls):
+  return {f.name: f.default for f in dataclasses.fields(cls)
+          if f.default is not dataclasses.MISSING}
+
+
+@pytest.mark.parametrize("size", choices.SIZES)
+@pytest.mark.parametrize("name", ALGORITHMS)
+def test_config_fields_are_exactly_the_dataclass_fields(name, size):
+  config = ALGORITHMS[name].get_config(f"size={size}")
+  assert set(config.train) == _names(train.TrainConfig)
+  assert set(config.run) == _names(loop.RunSettings)
+  assert set(config.base.pretrain) == _names(pretrain.PretrainConfig)
+  assert set(config.base.model) == set(pretrain_config.MODEL_FIELDS) <= _names(
+      model.TransformerConfig)
+
+
+@pytest.mark.parametrize("domain", choices.DOMAINS)
+@pytest.mark.parametrize("name", ALGORITHMS)
+def test_default_size_takes_the_dataclass_defaults(name, domain):
+  """size=default changes nothing but the algorithm's fields and the per-domain
+  pretraining values (mixture, slip_rate, num_steps: no dataclass default; the
+  preference stage's mixture and steps: by default no preference stage; the
+  weight decay)."""
+  config = ALGORITHMS[name].get_config(f"domain={domain}")
+  defaults = _defaults(train.TrainConfig)
+  assert {k for k in defaults if config.train[k] != defaults[k]} <= ALGORITHM_FIELDS
+  assert config.run.to_dict() == dataclasses.asdict(loop.RunSettings())
+  pretrain_defaults = _defaults(pretrain.PretrainConfig)
+  assert set(pretrain_defaults) == _names(pretrain.PretrainConfig) - {
+      "mixture", "slip_rate", "num_steps"}
+  per_domain = {"preference_mixture", "preference_steps", "weight_decay"}
+  assert {k: config.base.pretrain[k] for k in pretrain_defaults if k not in per_domain} == {
+      k: v for k, v in pretrain_defaults.items() if k not in per_domain}
+  model_defaults = model.TransformerConfig()
+  assert {k: getattr(model_defaults, k) for k in config.base.model} == config.base.model.to_dict()
+
+
+def test_the_main_job_runs_with_the_values_it_always_had():
+  """Hand-written: the values of the main job (3e-5, 100 steps, ...; the base
+  model's two stages as in results/base/)."""
+  config = poly_epo.get_config("domain=multiplication")
+  assert config.train.to_dict() == dict(
+      estimator="set_rl", normalize=True, normalize_over="prompt", lam=0.0,
+      objective="polychromic", set_size=4,
+      num_subsets=0, prompts_per_step=16, samples_per_prompt=16, temperature=1.0,
+      num_epochs=1, num_minibatches=2, microbatch_rows=0, learning_rate=3e-5, warmup_steps=5,
+      weight_decay=0.0,
+      grad_clip=1.0, eps_low=0.2, eps_high=0.28, aggregation="token_mean", kl_coef=0.0,
+      num_steps=100, steps_per_chunk=10, gamma=1.0, gae_lambda=0.95,
+      value_learning_rate=1e-3, value_clip=0.2, value_model="head", num_vine_states=2,
+      vine_samples=8, vine_window=2, vine_selection="uniform")
+  assert config.run.to_dict() == dict(
+      num_seeds=1, seed_batch_size=0, seed=0, eval_every=50, checkpoint_every=50,
+      eval_at_start=True, eval_splits=("validation", "test", "ood"),
+      eval_num_problems=64, eval_num_samples=32, eval_temperature=1.0,
+      eval_forced_problems=16, eval_forced_samples=8, eval_problems_per_chunk=0,
+      eval_seed_batch_size=0, num_devices=0, max_checkpoints=2)
+  assert config.resources.to_dict() == dict(num_cpus=1.0, num_gpus=1.0)
+  assert config.base.model.to_dict() == dict(width=128, num_layers=3, num_heads=4,
+                                             num_kv_heads=1, mlp_ratio=4, activation="relu")
+  assert config.base.pretrain.to_dict() == dict(
+      mixture=(1.0, 1.0, 1.5, 2.0, 1.5, 3.0, 3.0, 2.0), slip_rate=0.05, num_steps=1350,
+      preference_mixture=(50.0, 20.0, 12.0, 8.0, 5.0, 1.0, 1.0, 0.01), preference_steps=900,
+      preference_learning_rate=3e-4, batch_size=256, learning_rate=3e-3, warmup_steps=50,
+      end_lr_ratio=0.05, weight_decay=1.0, grad_clip=1.0, steps_per_chunk=50,
+      microbatch_rows=0)
+  roots = pretrain_config.get_config("domain=polynomial_roots").pretrain
+  assert (roots.slip_rate, roots.num_steps, roots.preference_steps,
+          roots.weight_decay) == (0.1, 3000, 150, 1.0)
+  assert reward_shaping.get_config().train.lam == 0.3
+  assert grpo.get_config().train.estimator == "grpo"
+  assert pass_at_k.get_config().train.objective == "pass_at_n"
+  smoke = grpo.get_config("size=smoke")
+  assert (smoke.train.num_steps, smoke.train.num_minibatches, smoke.run.eval_every) == (4, 1, 0)
+  paper = poly_epo.get_config("size=paper")
+  assert (paper.train.samples_per_prompt, paper.train.num_steps,
+          paper.run.num_seeds) == (32, 300, 3)
+
+
+# Hand-written: configs/pretrain.py's per-domain values before they moved beside
+# the env classes (its MIXTURES, PREFERENCES, PRETRAIN_STEPS, PREFERENCE_STEPS,
+# SLIP_RATES and WEIGHT_DECAYS); the other fields are PretrainConfig's defaults.
+# Multiplication's weight decay (0.01 -> 1.0) and halve_double's preference weight
+# (2.0 -> 1.0) and polynomial roots' competence steps (1,000 -> 3,000) changed
+# with the exercise splits (docs/base-models.md).
+OTHER_PRETRAIN_FIELDS = dict(preference_learning_rate=3e-4, batch_size=256, learning_rate=3e-3,
+                             warmup_steps=50, end_lr_ratio=0.05, grad_clip=1.0,
+                             steps_per_chunk=50, microbatch_rows=0)
+PRETRAIN_THEN = {
+    "multiplication": dict(
+        mixture=(1.0, 1.0, 1.5, 2.0, 1.5, 3.0, 3.0, 2.0), slip_rate=0.05, num_steps=1350,
+        preference_mixture=(50.0, 20.0, 12.0, 8.0, 5.0, 1.0, 1.0, 0.01), preference_steps=900,
+        weight_decay=1.0, **OTHER_PRETRAIN_FIELDS),
+    "polynomial_roots": dict(
+        mixture=(1.0,) * 8, slip_rate=0.1, num_steps=3000,
+        preference_mixture=(45.0, 20.0, 4.0, 6.0, 8.0, 15.0, 3.0, 1.0), preference_steps=150,
+        weight_decay=1.0, **OTHER_PRETRAIN_FIELDS),
+}
+
+
+@pytest.mark.parametrize("domain", sorted(PRETRAIN_THEN))
+def test_the_domains_pretrain_with_the_values_they_always_had(domain):
+  assert pretrain_config.get_config(f"domain={domain}").pretrain.to_dict() == PRETRAIN_THEN[domain]
+  smoke = pretrain_config.get_config(f"domain={domain},size=smoke").pretrain
+  assert (smoke.num_steps, smoke.preference_steps, smoke.batch_size) == (20, 10, 32)
+
+
+@pytest.mark.parametrize("domain", sorted(PRETRAIN_THEN))
+def test_the_base_models_cache_key_is_unchanged(domain):
+  """The main job's base model is still found: its cache key fields equal the
+  config.json saved beside the committed base model."""
+  config = poly_epo.get_config(f"domain={domain}").base
+  _, _, model_config, settings = build.pretrain_settings(config)
+  fields = pretrain.cache_key_fields({"name": config.domain, **config.env.to_dict()},
+                                     model_config, settings, config.seed)
+  with open(os.path.join(ROOT, "results", "base", domain, "model", "config.json")) as f:
+    saved = json.load(f)
+  assert json.loads(json.dumps(fields, default=str)) == saved
+
+
+def test_a_domain_that_declares_nothing_gets_the_fallbacks():
+  """toy_env.ChoiceEnv (4 strategies) declares no pretrain_defaults."""
+  config = pretrain_config.get_config("domain=toy_env:ChoiceEnv")
+  assert config.domain == "toy_env:ChoiceEnv"
+  assert config.pretrain.to_dict() == dict(
+      mixture=(1.0, 1.0, 1.0, 1.0), slip_rate=0.05, num_steps=1000, preference_mixture=(),
+      preference_steps=0, weight_decay=0.01, **OTHER_PRETRAIN_FIELDS)
+  smoke = pretrain_config.get_config("domain=toy_env:ChoiceEnv,size=smoke")
+  assert smoke.pretrain.preference_steps == 0  # no preference stage to shorten
+  build.pretrain_settings(smoke)  # valid
+
+
+def test_a_domain_outside_envs_declares_its_own_defaults():
+  """tests/helpers/addition_env.py declares a preference stage; the rest falls back."""
+  config = grpo.get_config("domain=addition_env:Addition,size=smoke")
+  assert config.domain == config.base.domain == "addition_env:Addition"
+  pre = config.base.pretrain
+  assert (pre.mixture, pre.preference_mixture, pre.preference_steps, pre.slip_rate) == (
+      (1.0, 1.0, 1.0), (10.0, 30.0, 1.0), 10, 0.05)
+  assert pretrain_config.get_config("domain=addition_env:Addition").pretrain.num_steps == 1000
+  build.rl_settings(config)  # valid
+
+
+class _MisspeltDefaults:
+  strategy_names = ("a", "b")
+  pretrain_defaults = dict(num_steps=10, mixtures=(1.0, 2.0))
+
+
+def test_a_declared_field_that_does_not_exist_is_named():
+  name = f"misspelt_{uuid.uuid4().hex[:8]}"
+  envs.register(name, _MisspeltDefaults)
+  with pytest.raises(ValueError, match=r"_MisspeltDefaults.pretrain_defaults: unknown fields "
+                     r"\['mixtures'\]; valid fields: mixture, slip_rate, num_steps"):
+    pretrain_config.get_config(f"domain={name}")
+
+
+@pytest.mark.parametrize("size,states,vines,n", [
+    ("smoke", 1, 3, 2), ("default", 2, 8, 4), ("paper", 2, 16, 8)])
+def test_poly_ppo_and_ppo_configs(size, states, vines, n):
+  """Hand-written: Poly-PPO's vines per size (n < N_v at every size, so each state's
+  sets of n are proper subsets of its vines), PPO the same machinery without sets."""
+  config = poly_ppo.get_config(f"domain=polynomial_roots,size={size}")
+  t = config.train
+  assert (t.estimator, t.objective) == ("poly_ppo", "polychromic")
+  assert (t.num_vine_states, t.vine_samples, t.set_size, t.vine_window) == (states, vines, n, 2)
+  assert (t.gamma, t.gae_lambda, t.value_clip, t.vine_selection) == (1.0, 0.95, 0.2, "uniform")
+  train.validate(build.rl_settings(config)[0])
+  assert ppo.get_config(f"size={size}").train.estimator == "ppo"
+
+
+def _documented(cls):
+  """The names an Attributes section documents: `name:` or `a, b, c:` at its indent."""
+  doc = cls.__doc__.split("Attributes:")[1]
+  names = set()
+  for match in re.finditer(r"^    ([\w, ]+):", doc, re.MULTILINE):
+    names |= {n.strip() for n in match.group(1).split(",")}
+  return names
+
+
+@pytest.mark.parametrize("cls", [train.TrainConfig, loop.RunSettings, pretrain.PretrainConfig,
+                                 model.TransformerConfig])
+def test_every_field_is_documented_once_in_its_dataclass(cls):
+  missing = sorted(_names(cls) - _documented(cls))
+  assert not missing, f"{cls.__name__}'s docstring does not document {missing}"
+  for path in ("configs/base.py", "configs/pretrain.py"):
+    with open(os.path.join(ROOT, path)) as f:
+      commented = re.findall(r"^#   (\w+) +\S", f.read(), re.MULTILINE)
+    assert not set(commented) & _names(cls), f"{path} documents {cls.__name__} fields again"
+
+
+def test_an_algorithm_cannot_set_an_unknown_field():
+  with pytest.raises(TypeError, match="learning_rat"):
+    base.get_config(None, name="x", learning_rat=1.0)
+
+
+@pytest.mark.parametrize("arg,match", [
+    ("domain=chess", "domain='chess' is not one of: multiplication, polynomial_roots"),
+    ("domain=a:b:c", "domain='a:b:c' is not one of: multiplication, polynomial_roots"),
+    ("domain=no_such_module_x:Env", "Domain 'no_such_module_x:Env': cannot import module"),
+    ("domain=toy_env:NoSuchEnv", "Domain 'toy_env:NoSuchEnv': module 'toy_env' has no"),
+    ("size=huge", "size='huge' is not one of: smoke, default, paper"),
+    ("sizes=smoke", "Unknown config string key 'sizes'"),
+    ("smoke", "is not of the form key=value"),
+])
+def test_bad_config_strings(arg, match):
+  with pytest.raises(ValueError, match=match):
+    poly_epo.get_config(arg)
+
+
+# -- experiments.build: every config is validated when it is unpacked ------------
+
+
+def test_rl_settings_unpacks_the_dataclasses():
+  train_config, settings = build.rl_settings(poly_epo.get_config("size=smoke"))
+  assert train_config == train.TrainConfig(
+      **poly_epo.get_config("size=smoke").train.to_dict())
+  assert settings.num_devices == 0 and settings.eval_num_samples == 4
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("train.learning_rate", -1.0, "learning_rate must be >= 0, got -1.0"),
+    ("run.eval_num_samples", 0, "eval_num_samples must be >= 1, got 0"),
+    ("run.eval_temperature", -1.0, "eval_temperature must be >= 0, got -1.0"),
+    ("run.max_checkpoints", 0, "max_checkpoints must be >= 1, got 0"),
+    ("base.pretrain.num_steps", 0, "base: num_steps must be >= 1, got 0"),
+    ("base.pretrain.batch_size", 0, "base: batch_size must be >= 1, got 0"),
+    ("base.pretrain.learning_rate", 0.0, "base: learning_rate must be > 0, got 0.0"),
+    ("base.pretrain.slip_rate", 1.0, r"base: slip_rate must be in \[0, 1\), got 1.0"),
+    ("base.pretrain.mixture", (1.0, 2.0), "base: mixture has 2 weights but the env has 8"),
+    ("base.pretrain.mixture", (0.0,) * 8, "base: mixture weights must be >= 0 with a positive"),
+    ("base.pretrain.mixture", (-1.0,) + (1.0,) * 7, "base: mixture weights must be >= 0"),
+    ("base.report.num_samples", 0, "base: report.num_samples must be >= 1, got 0"),
+    ("base.report.temperature", -0.1, "base: report.temperature must be >= 0, got -0.1"),
+    ("train.estimator", "a2c", "estimator must be one of 'grpo', 'reward_shaping', 'set_rl', "
+     "'set_rl_windowed', 'ppo', 'poly_ppo'"),
+])
+def test_a_bad_field_fails_when_unpacked_naming_it(field, value, match):
+  config = poly_epo.get_config("size=smoke")
+  *path, leaf = field.split(".")
+  parent = config
+  for part in path:
+    parent = parent[part]
+  parent[leaf] = value
+  with pytest.raises(ValueError, match=match):
+    build.rl_settings(config)
+
+
+def test_pretrain_settings_validate_the_pretraining_config():
+  config = pretrain_config.get_config("size=smoke")
+  config.pretrain.warmup_steps = -1
+  with pytest.raises(ValueError, match="warmup_steps must be >= 0, got -1"):
+    build.pretrain_settings(config)

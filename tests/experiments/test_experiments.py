@@ -1,0 +1,245 @@
+"""The entry points end to end: every RL config at size=smoke, and bad configs."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import envs
+import repo
+
+ROOT = repo.ROOT
+CONFIGS = ("grpo", "reward_shaping", "poly_epo", "pass_at_k", "ppo", "poly_ppo")
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+  return str(tmp_path_factory.mktemp("cache"))
+
+
+def _run(args, cache, timeout=600):
+  env = dict(os.environ, POLYEPO_CACHE=os.path.join(cache, "models"),
+             POLYEPO_DATA_DIR=os.path.join(cache, "tfds"), JAX_PLATFORMS="cpu")
+  return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=env, capture_output=True,
+                        text=True, timeout=timeout)
+
+
+def _smoke(name, domain, cache, tmp_path):
+  workdir = tmp_path / name
+  result = _run(["experiments.synthetic", f"--config=configs/{name}.py:domain={domain},size=smoke",
+                 f"--workdir={workdir}"], cache)
+  assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+  records = [json.loads(l) for l in open(workdir / "train.jsonl")]
+  assert [r["step"] for r in records] == [1, 2, 3, 4]
+  evals = [json.loads(l) for l in open(workdir / "eval.jsonl")]
+  assert [e["step"] for e in evals] == [0, 4]
+  assert set(evals[-1]) >= {"test", "ood"}
+  assert json.load(open(workdir / "config.json"))["train"]["estimator"]
+  assert (workdir / "checkpoints").is_dir() and (workdir / "tb").is_dir()
+  return workdir, result
+
+
+# The main job's algorithm runs end to end in the default suite; the others are slow.
+@pytest.mark.parametrize("name", [n if n == "poly_epo" else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in CONFIGS])
+def test_smoke_run_of_every_config(name, cache, tmp_path):
+  workdir, result = _smoke(name, "multiplication", cache, tmp_path)
+  assert "pass@k" in result.stdout
+  # The same workdir again is refused; --resume at the end is a no-op that succeeds.
+  again = _run(["experiments.synthetic", f"--config=configs/{name}.py:size=smoke",
+                f"--workdir={workdir}"], cache)
+  assert again.returncode != 0 and "--resume" in again.stderr
+  if name == "poly_epo":
+    resumed = _run(["experiments.synthetic", f"--config=configs/{name}.py:size=smoke",
+                    f"--workdir={workdir}", "--resume"], cache)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_smoke_run_with_bfloat16_matmuls(cache, tmp_path):
+  workdir = tmp_path / "bf16"
+  result = _run(["experiments.synthetic", "--config=configs/poly_epo.py:size=smoke",
+                 f"--workdir={workdir}", "--config.matmul_dtype=bfloat16"], cache)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert json.load(open(workdir / "config.json"))["matmul_dtype"] == "bfloat16"
+  records = [json.loads(l) for l in open(workdir / "train.jsonl")]
+  # The rollout and the update compute the same log-probs up to bfloat16 rounding.
+  assert all(abs(r["ratio_mean"] - 1) < 0.05 for r in records)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [c for c in CONFIGS if c not in ("ppo", "poly_ppo")])
+def test_smoke_run_polynomial_roots(name, cache, tmp_path):
+  _smoke(name, "polynomial_roots", cache, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ppo", "poly_ppo"])
+def test_smoke_run_of_the_critic_configs_on_polynomial_roots(name, cache, tmp_path):
+  """PPO and Poly-PPO on the second domain; Poly-PPO logs its rollout states, vine
+  tokens, value loss, explained variance and the advantage spread at rollout
+  states and elsewhere."""
+  workdir, _ = _smoke(name, "polynomial_roots", cache, tmp_path)
+  record = json.loads(open(workdir / "train.jsonl").readline())
+  assert {"value_loss", "explained_variance", "advantage_std"} <= set(record)
+  if name == "poly_ppo":
+    assert {"rollout_states", "vine_tokens", "advantage_std_rollout",
+            "advantage_std_other"} <= set(record)
+    assert 1 <= record["rollout_states"] <= 2
+
+
+@pytest.mark.slow
+def test_a_tuning_run_evaluates_validation_only(cache, tmp_path):
+  """A run of the tuning sweep (configs/sweeps/tuning.py) never evaluates test or ood."""
+  from experiments import sweep  # pylint: disable=g-import-not-at-top
+  run = sweep.load_sweep("configs/sweeps/tuning.py:domains=multiplication,size=smoke")[0]
+  workdir = tmp_path / "tuning"
+  result = _run(["experiments.synthetic", *run.flags(), f"--workdir={workdir}"], cache)
+  assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+  evals = [json.loads(l) for l in open(workdir / "eval.jsonl")]
+  assert [e["step"] for e in evals] == [0, 4]
+  assert all(set(e) - {"step"} == {"validation"} for e in evals), evals[-1].keys()
+  assert evals[-1]["validation"]["mean"].get("forced_accuracy") is None
+
+
+@pytest.mark.slow
+def test_pretrain_reports_the_base_model(cache, tmp_path):
+  """The base-model entry point: every split's report, the targets, and forced
+  accuracy on training problems beside test's for every strategy."""
+  checkpoint = tmp_path / "base"
+  result = _run(["experiments.pretrain", "--config=configs/pretrain.py:size=smoke",
+                 f"--config.checkpoint={checkpoint}"], cache)
+  assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+  report = json.load(open(checkpoint / "report.json"))
+  assert set(report) == {"test", "ood", "train"}
+  strategies = set(report["test"]["strategy_share"]) - {"DEGENERATE"}
+  assert set(report["train"]["forced_accuracy"]) == strategies
+  for section in ("== multiplication / test ==", "== multiplication / ood ==",
+                  "== forced accuracy: training vs test problems", "== targets (test) =="):
+    assert section in result.stdout
+
+
+@pytest.mark.slow
+def test_token_errors_scores_every_strategy_on_training_and_test_problems(cache):
+  """The entry point on the shipped smoke model: a row per strategy, a pair of
+  shares (training / test) per role, each a share; then test's results split by
+  whether a training demonstration writes their step."""
+  result = _run(["experiments.token_errors", "--config=configs/pretrain.py:size=smoke",
+                 "--num_problems=8", "--num_seen_problems=64"], cache)
+  assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+  lines = result.stdout.splitlines()
+  names = list(envs.make("multiplication")[0].strategy_names)
+  header = next(i for i, l in enumerate(lines) if l.startswith("tokens with p < 1/2"))
+  rows = lines[header + 2:header + 2 + len(names)]
+  assert [r.split()[0] for r in rows] == names
+  for row in rows:
+    pairs = [tuple(p.split(" / ")) for p in re.findall(r"\S+ / \S+", row)]
+    assert len(pairs) == 4, row
+    for value in (v for pair in pairs for v in pair if v != "–"):
+      assert 0.0 <= float(value) <= 1.0, row
+  # Then test's results by step: a share and a count, seen and never seen, per strategy.
+  header = next(i for i, l in enumerate(lines) if l.startswith("test results, by step"))
+  rows = lines[header + 2:]
+  assert [r.split()[0] for r in rows] == names
+  total = 0
+  for row in rows:
+    cells = re.findall(r"(\S+) \((\d+)\)", row)
+    assert len(cells) == 2, row
+    for share, count in cells:
+      assert (share == "–") == (count == "0") and (share == "–" or 0 <= float(share) <= 1), row
+      total += int(count)
+  assert total > 0
+
+
+@pytest.mark.parametrize("override,message", [
+    ("--config.train.set_size=4", "set_size must satisfy 1 <= set_size < samples_per_prompt=4"),
+    ("--config.train.estimator=a2c", "estimator must be one of 'grpo', 'reward_shaping', "
+     "'set_rl', 'set_rl_windowed', 'ppo', 'poly_ppo'"),
+    ("--config.train.objective=polychromatic", "objective must be one of 'polychromic'"),
+    ("--config.train.num_subsets=7", "num_subsets must be 0 (all subsets) or 1..C(N, n) = 6"),
+    ("--config.train.lam=-1.0", "lam must be >= 0"),
+    ("--config.matmul_dtype=float16", "matmul_dtype must be one of 'float32', 'bfloat16'"),
+    ("--config.run.num_devices=3", "num_devices=3 must divide prompts_per_step="),
+    ("--config.run.eval_num_samples=0", "eval_num_samples must be >= 1, got 0"),
+    ("--config.run.eval_splits=('validation', 'tset')", "eval_splits=('validation', 'tset') "
+     "must name each split at most once, at least one, among: validation, test, ood"),
+    ("--config.base.pretrain.num_steps=0", "base: num_steps must be >= 1, got 0"),
+    ("--config.base.pretrain.slip_rate=1.0", "base: slip_rate must be in [0, 1), got 1.0"),
+])
+def test_bad_config_fails_before_compiling(override, message, cache, tmp_path):
+  result = _run(["experiments.synthetic", "--config=configs/poly_epo.py:size=smoke",
+                 f"--workdir={tmp_path / 'bad'}", override], cache, timeout=120)
+  assert result.returncode != 0
+  assert message in result.stderr, result.stderr[-2000:]
+  assert "pretrain:" not in result.stderr  # no pretraining progress bar: failed before it
+
+
+@pytest.mark.parametrize("override,message", [
+    ("--config.train.vine_window=0", "vine_window must be >= 1, got 0"),
+    ("--config.train.vine_samples=2", "vine_samples must be > set_size=2"),
+    ("--config.train.gae_lambda=2.0", "gae_lambda must be in [0, 1], got 2.0"),
+])
+def test_bad_poly_ppo_config_fails_before_compiling(override, message, cache, tmp_path):
+  result = _run(["experiments.synthetic", "--config=configs/poly_ppo.py:size=smoke",
+                 f"--workdir={tmp_path / 'bad'}", override], cache, timeout=120)
+  assert result.returncode != 0
+  assert message in result.stderr, result.stderr[-2000:]
+  assert "pretrain:" not in result.stderr
+
+
+def test_bad_config_string(cache, tmp_path):
+  result = _run(["experiments.synthetic", "--config=configs/grpo.py:domain=chess"], cache,
+                timeout=120)
+  assert result.returncode != 0
+  assert "domain='chess' is not one of: multiplication, polynomial_roots" in result.stderr
+
+
+# -- the shipped base models ------------------------------------------------------
+
+
+def _key_fields(config):
+  from experiments import build  # pylint: disable=g-import-not-at-top
+  from polyepo.pretraining import pretrain  # pylint: disable=g-import-not-at-top
+  _, _, model_config, settings = build.pretrain_settings(config.base)
+  return pretrain.cache_key_fields({"name": config.base.domain, **config.base.env.to_dict()},
+                                   model_config, settings, config.base.seed)
+
+
+@pytest.mark.parametrize("domain", ["multiplication", "polynomial_roots"])
+def test_the_main_config_finds_its_shipped_base_model(domain):
+  """The default config's base model is the shipped one (results/base/<domain>/model):
+  its config.json records exactly the main job's pretraining config."""
+  from configs import poly_epo  # pylint: disable=g-import-not-at-top
+  from experiments import build  # pylint: disable=g-import-not-at-top
+  config = poly_epo.get_config(f"domain={domain}")
+  assert config.base.shipped
+  assert build.shipped_base_model(_key_fields(config)) == os.path.join(
+      ROOT, "results", "base", domain, "model")
+  assert build.is_shipped(os.path.join(ROOT, "results", "base", domain, "model"))
+  # Any other pretraining config has none: it is pretrained (and cached).
+  config.base.seed = 1
+  assert build.shipped_base_model(_key_fields(config)) is None
+  config.base.seed = 0
+  config.base.pretrain.num_steps += 1
+  assert build.shipped_base_model(_key_fields(config)) is None
+  assert not build.is_shipped(os.path.join(ROOT, "results", "base", domain))
+
+
+@pytest.mark.parametrize("shipped, checkpoint, expected", [
+    (True, "", "shipped"), (False, "", ""), (True, "/my/model", "/my/model")])
+def test_the_base_model_comes_from_the_checkpoint_then_the_shipped_one_then_the_cache(
+    monkeypatch, shipped, checkpoint, expected):
+  from configs import poly_epo  # pylint: disable=g-import-not-at-top
+  from experiments import build  # pylint: disable=g-import-not-at-top
+  from polyepo.pretraining import pretrain  # pylint: disable=g-import-not-at-top
+  asked = {}
+  monkeypatch.setattr(pretrain, "base_model", lambda *a, checkpoint_dir, **kw: (
+      asked.setdefault("dir", checkpoint_dir), checkpoint_dir, False))
+  config = poly_epo.get_config("domain=multiplication")
+  config.base.shipped, config.base.checkpoint = shipped, checkpoint
+  build.base_model(config.base)
+  assert asked["dir"] == (os.path.join(ROOT, "results", "base", "multiplication", "model")
+                          if expected == "shipped" else expected)

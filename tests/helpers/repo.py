@@ -1,0 +1,6 @@
+"""Paths the tests share: the repository root and the pinned values."""
+
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PINS = os.path.join(ROOT, "tests", "pins")  # values recorded from a named release, by hand-checked scripts
