@@ -29,7 +29,7 @@ import numpy as np
 from configs import pretrain as pretrain_config
 from experiments import build, machine
 from polyepo.evaluation import evaluate, forced, splits
-from polyepo.rl import loop
+from polyepo.rl import loop, plan
 
 
 def _before(params, model_config, env, problems, settings, step):
@@ -79,8 +79,8 @@ def main():
     subset = {name: jax.tree.map(lambda x: x[:num_problems], problems[name])
               for name in split_names}
     if shape is None:
-      return _before(params, model_config, env, subset, loop.RunSettings(**sized), step=300)
-    return loop.evaluate_seeds(params, model_config, env, subset, loop.RunSettings(
+      return _before(params, model_config, env, subset, plan.RunSettings(**sized), step=300)
+    return loop.evaluate_seeds(params, model_config, env, subset, plan.RunSettings(
         **sized, eval_seed_batch_size=shape[0], eval_problems_per_chunk=shape[1]), step=300)
 
   print(f"{args.domain}: evaluation of a {args.seeds}-seed run, {len(problems)} split(s) × "

@@ -14,7 +14,7 @@ domain defined outside envs/ as package.module:Class) and the size:
 Any field can be overridden: --config.train.learning_rate=3e-5.
 
 Defaults and field documentation are written once, in the dataclasses the
-fields unpack into (polyepo.train.TrainConfig, polyepo.loop.RunSettings); this
+fields unpack into (polyepo.train.TrainConfig, polyepo.plan.RunSettings); this
 file sets what an algorithm or a size changes.
 """
 
@@ -24,10 +24,10 @@ import ml_collections
 
 from configs import choices
 from configs import pretrain as pretrain_config
-from polyepo.rl import loop, train
+from polyepo.rl import plan, train
 
 # config.train holds the fields of polyepo.train.TrainConfig and config.run those
-# of polyepo.loop.RunSettings, each documented in its dataclass's docstring; at
+# of polyepo.plan.RunSettings, each documented in its dataclass's docstring; at
 # their defaults except the algorithm's (estimator, ...) and the size presets below.
 
 
@@ -40,9 +40,13 @@ def get_config(arg=None, **algorithm):
                                             # package.module:Class)
   config.size = args.size                   # smoke | default | paper
   config.env = ml_collections.ConfigDict()  # shape-fixing env kwargs
-  # The base model the policy starts from (pretrained or restored from the cache).
+  # The base model the policy starts from (pretrained or restored from the cache):
+  # configs/pretrain.py's fields but `domain` and `env`, which are the ones above
+  # (`experiments.build.base_config`). Its per-domain defaults are the config
+  # string's domain's, which is why the domain is chosen there: the entry points
+  # read --config.domain=X as the config string's domain=X (experiments.cli).
   base_size = "smoke" if args.size == "smoke" else "default"
-  config.base = pretrain_config.get_config(f"domain={args.domain},size={base_size}")
+  config.base = pretrain_config.base_model_config(args.domain, base_size)
   # Operands of the policy's projection matmuls in rollouts, updates and evals:
   # float32 | bfloat16 (bfloat16 operands, float32 accumulation and parameters;
   # faster on CPUs with AMX, see polyepo.model.TransformerConfig).
@@ -55,7 +59,7 @@ def get_config(arg=None, **algorithm):
 
   config.train = ml_collections.ConfigDict(
       dataclasses.asdict(train.TrainConfig(**algorithm)))
-  config.run = ml_collections.ConfigDict(dataclasses.asdict(loop.RunSettings()))
+  config.run = ml_collections.ConfigDict(dataclasses.asdict(plan.RunSettings()))
 
   t, r = config.train, config.run
   if args.size == "smoke":

@@ -2,8 +2,10 @@ r"""The preregistered claims: what the final comparison judges, fixed before its
 
 Registered on 2026-11-28, before any run on the exercise splits (`polyepo.splits`,
 `SCHEME = "exercise"`); the tuning and final sweeps on those splits come after. Each
-claim names its rows, split, metric (with k), relation and margin, and the seeds'
-wording it tests (`source`); the seeds' wording comes first, where they have one.
+claim names its rows, split, metric (with k), relation and margin, and the papers'
+wording it tests (`source`; "Set RL note" there is Ibn Hamid et al., *Set Reinforcement
+Learning: Principles and Approaches*, docs/method.md#references); the papers' claims
+come first, where they have one.
 `experiments.claims` judges them, `python -m experiments.report` prints every verdict
 with its interval, and summary.json records each claim's definition beside its
 verdict.
@@ -59,7 +61,7 @@ class Claim:
   Attributes:
     id: a stable name; summary.json and the changes refer to it.
     statement: the claim in words, as the report prints it.
-    source: the seeds' words it tests (or this project's, marked so).
+    source: the papers' words it tests (or this project's, marked so).
     kind: "compare" (a relation b + margin on metric), "amplified" (every
       strategy under `RULE["rare_share"]` of the base model's test samples
       reaches `amplification` x its base share under a and not under b; one

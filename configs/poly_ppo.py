@@ -1,4 +1,5 @@
-"""Poly-PPO (note §6.1, Algorithm 2): set advantages with the polychromic objective at
+"""Poly-PPO (Ibn Hamid et al., *Set Reinforcement Learning: Principles and Approaches*,
+§6.1, Algorithm 2): set advantages with the polychromic objective at
 rollout states (the prompt and vine states at step boundaries), GAE from a critic
 elsewhere (see configs/base.py for the fields).
 

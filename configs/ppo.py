@@ -1,5 +1,6 @@
 """PPO with a critic: GAE from a value head, no vines, no set objective (the standard-RL
-baseline of note §6.1; see configs/base.py for the fields).
+baseline of §6.1 of Ibn Hamid et al., *Set Reinforcement Learning: Principles and
+Approaches*; see configs/base.py for the fields).
 
 The critic reads the policy's surprise besides its hidden states (value_model
 "surprise", `polyepo.value_head`): it explains several times more of the returns'

@@ -71,16 +71,32 @@ MODEL_FIELDS = ("width", "num_layers", "num_heads", "num_kv_heads", "mlp_ratio",
 
 def get_config(arg=None):
   args = choices.parse_arg(arg, domain="multiplication", size="default")
+  return _config(args.domain, args.size, with_domain=True)
+
+
+# The fields of a pretraining config that name the domain. An RL config's base
+# model (`base_model_config`) leaves them out: the RL config names the domain once.
+DOMAIN_FIELDS = ("domain", "env")
+
+
+def base_model_config(domain, size):
+  """The pretraining config of an RL config's base model (`config.base`): every
+  field of `get_config` but DOMAIN_FIELDS, at `domain`'s defaults."""
+  return _config(domain, size, with_domain=False)
+
+
+def _config(domain, size, with_domain):
   config = ml_collections.ConfigDict()
-  config.domain = args.domain        # which synthetic domain (envs.make name or
+  if with_domain:
+    config.domain = domain           # which synthetic domain (envs.make name or
                                      # package.module:Class)
-  config.env = ml_collections.ConfigDict()  # shape-fixing env kwargs, e.g. digits_a=2
+    config.env = ml_collections.ConfigDict()  # shape-fixing env kwargs, e.g. digits_a=2
   config.seed = 0                    # PRNG seed of the pretraining run
 
   defaults = model.TransformerConfig()  # fields above
   config.model = ml_collections.ConfigDict({f: getattr(defaults, f) for f in MODEL_FIELDS})
   config.pretrain = ml_collections.ConfigDict(dataclasses.asdict(pretrain.PretrainConfig(
-      **domain_defaults(args.domain))))  # fields above
+      **domain_defaults(domain))))  # fields above
 
   # Where the base model lives. Empty checkpoint: the base model shipped with
   # the code for exactly this config (results/base/<domain>/model), else a cache
@@ -99,7 +115,7 @@ def get_config(arg=None):
   config.report.forced_problems = 64  # forced-strategy accuracy: problems per strategy
   config.report.forced_samples = 16   # ... and completions per problem
 
-  if args.size == "smoke":
+  if size == "smoke":
     config.model.width = 32
     config.model.num_layers = 1
     config.model.num_heads = 2

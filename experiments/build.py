@@ -1,11 +1,18 @@
-"""What the entry points build from a ConfigDict: validated settings, env, base model.
+"""What the entry points build from a ConfigDict: one validated run plan.
 
-Every config is unpacked into its frozen dataclasses here, before anything
-compiles: TrainConfig checks itself at construction, and `loop.validate`,
-`pretrain.validate` and `evaluate.validate` check what relates it to the rest;
-each raises ValueError naming the bad field. The rules for resuming a run under
-a changed config (`check_resumable`) live here too, beside the ConfigDict
-layout they name.
+  run = build.rl_plan(config, workdir, resume=False, overwrite=False)
+  loop.train_and_evaluate(run)
+
+`rl_plan` unpacks a config into its frozen dataclasses (TrainConfig and
+RunSettings check themselves at construction), checks what only the config can
+say (the matmul dtype, the base model's pretraining config, an explicit base
+checkpoint, a resumed run's config) and hands the rest to `plan.make`, which
+checks the run before loading anything: every check runs once, before any
+file is written, each a ValueError naming the bad field. The domain is named
+once, `config.domain` with `config.env`: the base model (`base_config`), the
+eval splits and the run record derive from it. The rules for resuming a run
+under a changed config (`check_resumable`) live here too, beside the
+ConfigDict layout they name.
 """
 
 import dataclasses
@@ -16,42 +23,99 @@ from typing import Any, Dict, Optional, Tuple
 
 from flax import traverse_util
 import jax
+import ml_collections
 
 import envs
+from configs import pretrain as pretrain_configs
 from envs import datasets
 from experiments import algorithms
-from polyepo import checks
+from polyepo import checks, parallel
 from polyepo.evaluation import evaluate, forced, splits
 from polyepo.io import checkpoint
 from polyepo.policy import model
 from polyepo.pretraining import pretrain
-from polyepo.rl import loop, train
+from polyepo.rl import loop, plan, train
+
+
+def default_workdir(config) -> str:
+  """runs/<name>-<domain>-<size>, the run directory when none is given."""
+  return os.path.join("runs", f"{config.name}-{envs.slug(config.domain)}-{config.size}")
+
+
+def base_config(config) -> ml_collections.ConfigDict:
+  """The pretraining config (configs/pretrain.py's layout) of an RL config's base
+  model: `config.base` with the RL config's `domain` and `env`."""
+  return ml_collections.ConfigDict(dict(
+      config.base.to_dict(), **{name: config[name] for name in pretrain_configs.DOMAIN_FIELDS}))
 
 
 def rl_settings(config):
-  """Unpacks an RL ConfigDict into (TrainConfig, RunSettings).
+  """Unpacks an RL ConfigDict into (TrainConfig, RunSettings), checking what
+  only the config can say.
 
-  Validates both, the matmul dtype, the base model's pretraining config
-  (`config.base`, whose errors start with "base: ") and an explicit base
-  checkpoint's config.json against `config.base.model`
-  (`pretrain.check_checkpoint`): an entry point refuses them all before it
-  creates the run directory.
+  TrainConfig and RunSettings check their own fields at construction; this
+  checks the matmul dtype, the resources a sweep asks of Ray, the base model's
+  pretraining config (`base_config`, whose errors start with "base: ") and an
+  explicit base checkpoint's config.json against `config.base.model`
+  (`pretrain.check_checkpoint`). How they fit each other and the env is
+  `plan.validate`'s.
   """
   train_config = train.TrainConfig(**config.train.to_dict())
-  run_settings = loop.RunSettings(**config.run.to_dict())
-  loop.validate(run_settings, train_config)
+  run_settings = plan.RunSettings(**config.run.to_dict())
   checks.one_of("matmul_dtype", config.matmul_dtype, model.MATMUL_DTYPES)
-  env, _ = envs.make(config.base.domain, **config.base.env)
-  train.validate_env(train_config, env)
+  ray_resources(config)
+  env, _ = envs.make(config.domain, **config.env)
   try:
-    pretrain_config(config.base, env.strategy_names)
+    pretrain_config(base_config(config), env.strategy_names)
   except ValueError as err:
     raise ValueError(f"base: {err}") from err
-  ray_resources(config)
   if config.base.checkpoint:
     pretrain.check_checkpoint(config.base.checkpoint,
                               pretrain.model_config_for(env, **config.base.model))
   return train_config, run_settings
+
+
+def check_config(config) -> None:
+  """Every check of `rl_plan` that needs nothing but the config (a sweep checks
+  each of its runs this way before it starts any)."""
+  train_config, run_settings = rl_settings(config)
+  env, _ = envs.make(config.domain, **config.env)
+  plan.validate(run_settings, train_config, env)
+
+
+def rl_plan(config, workdir: Optional[str] = None, *, resume: bool = False,
+            overwrite: bool = False, progress: bool = True) -> plan.RunPlan:
+  """The validated plan of one RL run (`plan.make`), from its ConfigDict.
+
+  Checks, in order and each once: the config (`rl_settings`), the mesh,
+  resuming, the config the run started with (`check_resumable`), and the
+  settings and env against the TrainConfig and the run directory
+  (`plan.make`); then restores (or pretrains) the base model and loads
+  the eval splits. Nothing is written to the run directory here.
+
+  Args:
+    config: an RL ConfigDict (configs/base.py's layout).
+    workdir: the run directory (default: `default_workdir`).
+    resume, overwrite: what to do with an existing run directory.
+    progress: show the base model's pretraining progress, if it pretrains.
+  """
+  train_config, settings = rl_settings(config)
+  mesh = parallel.make_mesh(settings.num_devices, train_config.prompts_per_step)
+  workdir = workdir or default_workdir(config)
+  env, env_params = envs.make(config.domain, **config.env)
+  record = run_record(config, env)
+
+  if resume:
+    check_resumable(workdir, record)
+
+  def load_base():
+    _, model_config, params, directory = base_model(base_config(config), progress=progress)
+    print(f"base model: {describe_base_model(directory)}")
+    return policy_model_config(config, model_config), params
+
+  return plan.make(train_config, settings, env, env_params, workdir, load_base=load_base,
+                   load_problems=lambda: eval_problems(config.domain, settings.eval_splits),
+                   resume=resume, overwrite=overwrite, record=record, mesh=mesh)
 
 
 def ray_resources(config) -> Tuple[float, float]:
@@ -211,13 +275,30 @@ RESUMABLE_CHANGES = ("run.seed_batch_size", "run.num_devices", "train.microbatch
 EXTENDABLE = ("train.num_steps",)
 
 
+# Fields a run's config.json held elsewhere before (old prefix -> new): the
+# base model's domain and env were its own fields before the RL config named
+# the domain once. A moved field that equals its new home is read as that one.
+MOVED = {"base.domain": "domain", "base.env": "env"}
+
+
+def upgrade_record(flat: Dict[str, Any]) -> Dict[str, Any]:
+  """A flattened config.json with every MOVED field that equals its new home
+  dropped; one that differs is kept, so that a resume names it as changed."""
+  def home(key):
+    for old, new in MOVED.items():
+      if key == old or key.startswith(old + "."):
+        return new + key[len(old):]
+    return None
+  return {k: v for k, v in flat.items() if home(k) is None or flat.get(home(k)) != v}
+
+
 def added_defaults() -> Dict[str, Any]:
   """{"train.<field>": default, "run.<field>": default} for every TrainConfig and
   RunSettings field: a field a run's config.json lacks (it was added since the
   run started) at its default leaves what the run computes unchanged, so the
   run may resume."""
   return {f"{prefix}.{name}": value
-          for prefix, defaults in (("train", train.TrainConfig()), ("run", loop.RunSettings()))
+          for prefix, defaults in (("train", train.TrainConfig()), ("run", plan.RunSettings()))
           for name, value in dataclasses.asdict(defaults).items()}
 
 
@@ -225,7 +306,8 @@ def check_resumable(workdir: str, config_record: Dict[str, Any]) -> None:
   """Refuses to resume a run under another config than the one it started with.
 
   Compares config_record with the run's config.json, field by field, apart
-  from RESUMABLE_CHANGES, a raised EXTENDABLE field and a TrainConfig or
+  from RESUMABLE_CHANGES, a MOVED field (`upgrade_record`), a raised
+  EXTENDABLE field and a TrainConfig or
   RunSettings field added since the run started, at its default
   (`added_defaults`); any other field that only one of them has counts as
   changed. The split scheme is always today's (`splits.SCHEME`): a run started
@@ -236,7 +318,7 @@ def check_resumable(workdir: str, config_record: Dict[str, Any]) -> None:
   if not os.path.exists(path):
     return
   with open(path) as f:
-    started = traverse_util.flatten_dict(json.load(f), sep=".")
+    started = upgrade_record(traverse_util.flatten_dict(json.load(f), sep="."))
   now = traverse_util.flatten_dict(json.loads(json.dumps(
       dict(config_record, splits=splits.SCHEME), default=str)), sep=".")
   unset = object()

@@ -50,9 +50,11 @@ def _call(main, argv):
 
 
 def parse_flags(argv: List[str]) -> List[str]:
-  """absl's flag parsing after `check_config_flags`; a mistake ends the program
-  (`fail`). Returns the arguments left, as `flags.FLAGS(argv)`."""
+  """absl's flag parsing after `into_config_string` and `check_config_flags`; a
+  mistake ends the program (`fail`). Returns the arguments left, as
+  `flags.FLAGS(argv)`."""
   try:
+    argv = into_config_string(argv)
     check_config_flags(argv)
     return flags.FLAGS(argv)
   except EXPECTED as err:
@@ -80,6 +82,55 @@ def verbose_in(argv: Sequence[str]) -> bool:
     elif arg.startswith("-") and name == "verbose":
       verbose = not eq or value.lower() in ("true", "t", "1")
   return verbose
+
+
+# Config fields that the config string chooses: get_config builds the rest of
+# the config for them (a domain's pretraining defaults, a size's presets), so an
+# override of one after the fact would leave the rest built for another.
+STRING_FIELDS = ("domain", "size")
+
+
+def into_config_string(argv: Sequence[str],
+                       flag_values: flags.FlagValues = flags.FLAGS) -> List[str]:
+  """argv with each `--config.domain=X` (or `--config.domain X`, and `size`)
+  moved into that config flag's config string, `--config=path:...,domain=X`, so
+  that the whole config is built for X.
+
+  Raises:
+    ValueError: a field the config string already sets, or sets twice.
+  """
+  argv = list(argv)
+  for name in list(flag_values):
+    if not isinstance(flag_values[name].parser, config_flags.ConfigFileFlagParser):
+      continue
+    moved, rest, i = [], [], 0
+    while i < len(argv):
+      match = re.match(rf"^-{{1,2}}{re.escape(name)}\.({'|'.join(STRING_FIELDS)})(=(.*))?$",
+                       argv[i])
+      if match and match.group(2) is None and i + 1 < len(argv):
+        moved.append((match.group(1), argv[i + 1]))
+        i += 2
+        continue
+      if match and match.group(2) is not None:
+        moved.append((match.group(1), match.group(3)))
+      else:
+        rest.append(argv[i])
+      i += 1
+    spec = _flag_value(rest, name)
+    if not moved or spec is None:
+      continue
+    path, _, arg = spec.partition(":")
+    given = [item.partition("=")[0] for item in filter(None, arg.split(","))]
+    for field, _ in moved:
+      if field in given or [f for f, _ in moved].count(field) > 1:
+        raise ValueError(f"--{name}.{field} and the config string both choose {field} "
+                         f"(--{name}={spec}); choose it once.")
+    spec = f"{path}:" + ",".join(filter(None, [arg] + [f"{f}={v}" for f, v in moved]))
+    index = next(i for i, a in enumerate(rest)
+                 if re.match(rf"^-{{1,2}}{re.escape(name)}(=|$)", a))
+    rest[index:index + (1 if "=" in rest[index] else 2)] = [f"--{name}={spec}"]
+    argv = rest
+  return argv
 
 
 def check_config_flags(argv: Sequence[str], flag_values: flags.FlagValues = flags.FLAGS) -> None:

@@ -142,6 +142,10 @@ def build_config(run: RunSpec):
   module = _load_module(os.path.join(ROOT, run.config_file)
                         if not os.path.isabs(run.config_file) else run.config_file,
                         f"Config file of run {run.name!r}")
+  chosen = sorted(set(run.overrides) & set(cli.STRING_FIELDS))
+  if chosen:  # get_config builds the rest of the config for them
+    raise ValueError(f"Run {run.name!r}: {', '.join(chosen)} is chosen in the config string "
+                     f"({run.config_file}:...,{chosen[0]}=...), not by an override.")
   try:
     config = module.get_config(run.config_string or None)
   except ValueError as err:
@@ -168,7 +172,7 @@ def check_run(run: RunSpec) -> None:
   from experiments import build  # pylint: disable=g-import-not-at-top
   config = build_config(run)
   try:
-    build.rl_settings(config)
+    build.check_config(config)
   except ValueError as err:
     raise ValueError(f"Run {run.name!r}: {err}") from err
 
@@ -251,10 +255,11 @@ def prepare_shared(runs: List[RunSpec]) -> None:
   seen = set()
   for run in runs:
     config = build_config(run)
-    key = json.dumps(config.base.to_dict(), sort_keys=True, default=str)
+    base = build.base_config(config)
+    key = json.dumps(base.to_dict(), sort_keys=True, default=str)
     if key not in seen:
       seen.add(key)
-      _, _, _, directory = build.base_model(config.base)
+      _, _, _, directory = build.base_model(base)
       print(f"base model ready: {directory}", flush=True)
     if config.domain not in seen:
       seen.add(config.domain)

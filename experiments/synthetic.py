@@ -19,9 +19,7 @@ from absl import flags, logging
 import jax
 from ml_collections import config_flags
 
-import envs
 from experiments import build, cli
-from polyepo import parallel
 from polyepo.evaluation import evaluate
 from polyepo.rl import loop
 
@@ -41,27 +39,13 @@ def main(argv):
   if os.environ.get("POLYEPO_DISTRIBUTED"):
     jax.distributed.initialize()
   config = _CONFIG.value
-  train_config, run_settings = build.rl_settings(config)  # fail early
-  mesh = parallel.make_mesh(run_settings.num_devices, train_config.prompts_per_step)
-  workdir = _WORKDIR.value or os.path.join(
-      "runs", f"{config.name}-{envs.slug(config.domain)}-{config.size}")
-  loop.check_workdir(workdir, _RESUME.value, _OVERWRITE.value)  # refuse before any work
-  if _RESUME.value:
-    build.check_resumable(workdir, config.to_dict())
-
-  env, model_config, base_params, base_dir = build.base_model(config.base)
-  model_config = build.policy_model_config(config, model_config)
-  print(f"base model: {build.describe_base_model(base_dir)}")
-  final = loop.train_and_evaluate(
-      train_config, model_config, env, env.default_params(), base_params,
-      build.eval_problems(config.domain, run_settings.eval_splits), workdir,
-      run_settings, resume=_RESUME.value, overwrite=_OVERWRITE.value,
-      config_record=build.run_record(config, env), mesh=mesh)
+  run = build.rl_plan(config, _WORKDIR.value, resume=_RESUME.value, overwrite=_OVERWRITE.value)
+  final = loop.train_and_evaluate(run)
+  seeds = f"{run.settings.num_seeds} seed{'s' if run.settings.num_seeds > 1 else ''}"
   for split, result in final.items():
     print(evaluate.format_report(result["mean"], title=f"== {config.name} / {config.domain} / "
-                                 f"{split} (mean of {run_settings.num_seeds} "
-                                 f"seed{'s' if run_settings.num_seeds > 1 else ''}) =="))
-  print(f"run directory: {workdir}")
+                                 f"{split} (mean of {seeds}) =="))
+  print(f"run directory: {run.workdir}")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ DEGENERATE = -1
 
 Degenerate responses still earn their reward but add nothing to diversity; all of
 them count as one cluster wherever clusters are compared (as the LM judge's
-"degenerate" cluster does in the Poly-EPO paper).
+"degenerate" cluster does in Hasan Orney et al., *Poly-EPO: Training Exploratory
+Reasoning Models*, arXiv:2604.17654).
 """
 
 Problems = Any  # A pytree of arrays with a leading batch axis B.

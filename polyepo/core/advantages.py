@@ -5,7 +5,9 @@ prompts. For the set objectives with a closed form (polychromic, pass@n / max,
 mean reward) the exact all-subsets advantage costs O(N^2) (or O(N log N)) and
 never enumerates the C(N, n) subsets.
 
-Marginal set advantage (note §2.3 eq. 8-9; Poly-EPO paper, "mean" form):
+Marginal set advantage (Ibn Hamid et al., *Set Reinforcement Learning: Principles and
+Approaches*, the set RL note, §2.3 eq. 8-9; Hasan Orney et al., *Poly-EPO: Training
+Exploratory Reasoning Models*, arXiv:2604.17654, the "mean" form):
 
   A(y_i) = mean_{G in S, G ∋ i} f(G) - mean_{G in S} f(G)            (reduction="mean")
   A(y_i) = sum_{G in S, G ∋ i} (f(G) - mean_{G' in S} f(G'))         (reduction="sum", eq. 9)
@@ -60,7 +62,7 @@ def marginal_set_advantage(objective, rewards: jax.Array, labels: jax.Array,
     subsets: i32[K, n] distinct subsets (rows of indices into the group), e.g.
       `sets.all_subsets(N, n)` or `sets.sample_subsets(key, N, n, K)`.
     reduction: "mean" (average over the subsets containing i; a generation in no
-      subset gets 0) or "sum" (the note's eq. 9).
+      subset gets 0) or "sum" (the set RL note's eq. 9).
     answers: optional i32[N] answer ids, passed through to the objective.
 
   Returns:
@@ -326,7 +328,7 @@ def diversity_bonus(labels: jax.Array) -> jax.Array:
 
 def reward_shaping_advantage(rewards: jax.Array, labels: jax.Array, lam: float,
                              normalize: bool = True, eps: float = 1e-6) -> jax.Array:
-  """GRPO on the shaped reward r_i + lam * d_i (the explainer's reward-shaping baseline).
+  """GRPO on the shaped reward r_i + lam * d_i (the reward-shaping baseline).
 
   Args:
     rewards: f32[N]; labels: i32[N].

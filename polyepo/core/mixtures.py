@@ -68,7 +68,8 @@ class Mix(NamedTuple):
     weights: f64[S], w on the simplex of the available strategies (0 elsewhere).
     value: E_w[f].
     kkt_gap: max over the available s of A(s) = E_w[f | one member follows s] −
-      E_w[f], the marginal advantage (Def. 3.2) of strategy s. As ∂E/∂w_s = n (A(s)
+      E_w[f], the marginal advantage of strategy s (Def. 3.2 of Ibn Hamid et al., *Set
+      Reinforcement Learning: Principles and Approaches*). As ∂E/∂w_s = n (A(s)
       + E_w[f]) (E is homogeneous of degree n, so Σ_s w_s ∂E/∂w_s = n E), it is the
       Frank–Wolfe gap max_s ∂E/∂w_s − Σ_s w_s ∂E/∂w_s divided by n: always >= 0, and
       0 iff w is a KKT point of max E_w[f] on the simplex (every s of the support

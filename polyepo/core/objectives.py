@@ -1,4 +1,9 @@
-"""Set objectives f(G): a score for one set of n generations (the note's §2.2, §4, §5).
+"""Set objectives f(G): a score for one set of n generations.
+
+Sections, equations and examples are those of Ibn Hamid et al., *Set Reinforcement
+Learning: Principles and Approaches* (the set RL note), §2.2, §4, §5; the polychromic
+objective is Poly-EPO's (Hasan Orney et al., *Poly-EPO: Training Exploratory Reasoning
+Models*, arXiv:2604.17654).
 
 Every objective takes the members' `rewards: f32[n]` and strategy `labels: i32[n]`
 positionally, and accepts an optional keyword `answers: i32[n]` (an id per
@@ -40,7 +45,7 @@ def num_distinct_strategies(labels: jax.Array) -> jax.Array:
 
 
 def polychromic(rewards: jax.Array, labels: jax.Array, answers=None) -> jax.Array:
-  """Poly-EPO's polychromic objective (note eq. 14 with the §6.2 diversity).
+  """Poly-EPO's polychromic objective (the set RL note, eq. 14 with the §6.2 diversity).
 
     f(G) = (1/n) sum_{j in G} r_j  *  |{C(y_j) : j in G, C(y_j) != DEGENERATE}| / n
 
@@ -63,7 +68,9 @@ def polychromic_correct_only(rewards, labels, answers=None) -> jax.Array:
   """The polychromic objective with diversity counted over correct members only.
 
   A member with reward <= 0 is treated as DEGENERATE for diversity. This is the
-  "correct-only diversity" ablation of DESIGN.md.
+  "correct-only diversity" ablation (`experiments.algorithms`, claim
+  `incorrect_samples_explore` in `configs/claims.py`): does counting incorrect members
+  keep more strategies?
   """
   del answers
   _check(rewards, labels)
@@ -71,7 +78,7 @@ def polychromic_correct_only(rewards, labels, answers=None) -> jax.Array:
 
 
 def pass_at_n(rewards: jax.Array, labels: jax.Array, answers=None) -> jax.Array:
-  """f(G) = max_{j in G} r_j: pass@n for binary rewards (note Example 2.3)."""
+  """f(G) = max_{j in G} r_j: pass@n for binary rewards (the set RL note's Example 2.3)."""
   del labels, answers
   checks.rank("rewards", rewards, 1)
   return jnp.max(rewards.astype(jnp.float32))
@@ -85,7 +92,7 @@ def mean_reward(rewards: jax.Array, labels: jax.Array, answers=None) -> jax.Arra
 
 
 def majority_vote_reward(rewards: jax.Array, answers: jax.Array) -> jax.Array:
-  """Reward of the majority answer, r(maj(G)) (note Example 3.5).
+  """Reward of the majority answer, r(maj(G)) (the set RL note's Example 3.5).
 
   Members with answer -1 (no answer) do not vote. Ties between top answers are
   broken uniformly at random in expectation: the result is the mean reward of the
@@ -119,7 +126,7 @@ def majority_vote(rewards: jax.Array, labels: jax.Array, answers=None) -> jax.Ar
 
 
 def srl(rewards: jax.Array, labels: jax.Array, answers=None) -> jax.Array:
-  """The note's f_srl (§5): max_j r_j / N(y_j | G).
+  """The set RL note's f_srl (§5): max_j r_j / N(y_j | G).
 
   N(y_j | G) counts the members of G that are "the same generation" as y_j; here
   two generations are the same when they share a strategy label, and all

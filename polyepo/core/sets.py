@@ -1,4 +1,5 @@
-"""Subsets of a group of N generations (the note's §2.3, Algorithm 1 line 4).
+"""Subsets of a group of N generations (Ibn Hamid et al., *Set Reinforcement Learning:
+Principles and Approaches*, the set RL note, §2.3, Algorithm 1 line 4).
 
 Set RL scores sets G of size n drawn from the N generations of one prompt, either
 all C(N, n) of them or K of them drawn uniformly without replacement. A subset is

@@ -3,9 +3,11 @@
 A "tabular policy" is π = softmax(logits) over Y responses, each with a reward,
 a strategy label and optionally an answer id. Expectations over sets of n i.i.d.
 responses are computed exactly by enumerating all Y^n ordered n-tuples, so these
-functions are for small Y and n (Y^n up to a few hundred thousand).
+functions are for small Y and n (Y^n up to a few hundred thousand). Equations and
+definitions are numbered as in Ibn Hamid et al., *Set Reinforcement Learning: Principles
+and Approaches* (the set RL note).
 
-  J(θ)      = E_{y_1..n ~ π}[f(y_1..n)]                       (note eq. 5)
+  J(θ)      = E_{y_1..n ~ π}[f(y_1..n)]                       (eq. 5)
   A(y)      = E_{y_2..n}[f(y, y_2..n)] - J(θ)                 (Def. 3.2, eq. 12)
   Λ(y_1..n) = Cov_{y'_1..n}(f(y'), (1/I) Σ_ij 1{y'_i = y_j})  (Def. 3.1, eq. 11)
 """
@@ -107,7 +109,8 @@ def scaffold_value(logits: jax.Array, rewards: jax.Array, labels: jax.Array,
     Λ = Cov_{y' ~ π^n}(f(y'), (1/I) Σ_{i,j} 1{y'_i = y_j}),
 
   with I = max_{y'} Σ_{i,j} 1{y'_i = y_j} = n · (largest multiplicity in y_1..n).
-  For a homogeneous set y^{⊕n} it equals π(y) A(y) (the note's Observation).
+  For a homogeneous set y^{⊕n} it equals π(y) A(y) (the set RL note's Observation after
+  Def. 3.2).
 
   Args:
     logits: f32[Y]; rewards: f32[Y]; labels: i32[Y]; answers: optional i32[Y].

@@ -39,7 +39,7 @@ def validate(*, num_samples: int, temperature: float, num_problems: Optional[int
     num_problems: problems evaluated (>= 1), if known.
     problems_per_chunk: problems per compiled call (>= 1; 0: by platform).
     prefix: prepended to each name in a message, so that it names the config
-      field the setting came from ("eval_" for `loop.RunSettings`, "report."
+      field the setting came from ("eval_" for `plan.RunSettings`, "report."
       for the pretraining config's report).
   """
   checks.at_least(f"{prefix}num_samples", num_samples, 1)

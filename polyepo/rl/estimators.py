@@ -14,7 +14,7 @@ and never the name. The entries are built from small pieces:
   critic_estimator(name, set_objective)  a value head, GAE, token-level
                                          advantages; with a set objective, set
                                          advantages at rollout states from
-                                         vines (Poly-PPO, note §6.1)
+                                         vines (Poly-PPO, §6.1 of the set RL note, docs/method.md#references)
 
 Adding an estimator is one entry (`register(...)` here, or an `Estimator` in a
 module of your own named as 'package.module:ATTRIBUTE') and one config that

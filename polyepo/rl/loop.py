@@ -1,156 +1,34 @@
-"""The host loop of an RL run: run directory, compiled chunks, evaluation, checkpoints.
+"""The host loop of an RL run: compiled chunks, evaluation, checkpoints.
 
-  summary = train_and_evaluate(train_config, model_config, env, env_params, base_params,
-                               eval_problems, workdir, settings)
+  run = plan.make(config, settings, env, env_params, workdir, load_base=..., load_problems=...)
+  summary = train_and_evaluate(run)
 
-The host only logs, evaluates and checkpoints between compiled chunks of
-`steps_per_chunk` steps; all seeds train in one program (vmap). The run
-directory holds config.json, train.jsonl and eval.jsonl (the source of truth),
-TensorBoard event files under tb/, and orbax checkpoints under checkpoints/.
-An existing run directory is never overwritten silently: pass resume=True to
-continue from its last checkpoint or overwrite=True to start afresh. Resumed
-with a larger `num_steps`, a finished run is extended: it continues from its
-last checkpoint exactly as a run started with that length would have.
+`polyepo.rl.plan` checks a run before any work and returns its frozen
+`RunPlan`; `train_and_evaluate` trusts it. The host only logs,
+evaluates and checkpoints between compiled chunks of `steps_per_chunk` steps;
+all seeds train in one program (vmap). The run directory holds config.json,
+train.jsonl and eval.jsonl (the source of truth), TensorBoard event files under
+tb/, and orbax checkpoints under checkpoints/. An existing run directory is
+never overwritten silently: pass resume=True to continue from its last
+checkpoint or overwrite=True to start afresh. Resumed with a larger
+`num_steps`, a finished run is extended: it continues from its last checkpoint
+exactly as a run started with that length would have.
 """
 
-import dataclasses
 import os
 import time
 import warnings
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
-from polyepo import checks, parallel
-from polyepo.evaluation import evaluate, forced, splits
-from polyepo.io import rundir, writers
-from polyepo.rl import train
-
-
-
-
-@dataclasses.dataclass(frozen=True)
-class RunSettings:
-  """Host-side settings of a run (checked at construction, `check_settings`).
-
-  The defaults are the RL configs' (configs/base.py builds `config.run` from
-  them and overrides only the size presets).
-
-  Attributes:
-    num_seeds: S seeds trained together in one program.
-    seed_batch_size: seeds computed at once (0 = by platform: all S on an
-      accelerator, one at a time on a CPU; see `parallel.over_seeds`).
-    seed: base seed; seed s uses fold_in(PRNGKey(seed), s).
-    eval_every: evaluate every this many steps (a multiple of steps_per_chunk;
-      0 = only at the start and the end).
-    checkpoint_every: checkpoint every this many steps (a multiple of
-      steps_per_chunk; the last step is always checkpointed).
-    eval_at_start: evaluate the starting (base) model at step 0; runs that
-      share a base model and eval settings would all record the same step-0
-      evaluation, so a sweep may keep it in one of them.
-    eval_splits: the eval splits evaluated (names among `polyepo.splits.EVAL_SPLITS`; a tuning
-      run evaluates `validation` only, so that `test` and `ood` cannot pick
-      anything).
-    eval_num_problems: problems per eval split.
-    eval_num_samples: samples per problem (pass@k for k up to this).
-    eval_temperature: sampling temperature at evaluation (0: greedy).
-    eval_forced_problems: problems per strategy for its forced accuracy at each
-      evaluation (`polyepo.forced`; 0: not measured).
-    eval_forced_samples: completions per (problem, strategy).
-    eval_problems_per_chunk: problems per compiled sampling call at evaluation
-      (0 = by platform, `evaluate.default_problems_per_chunk`: as many as make
-      32 responses on a CPU, 8,192 on an accelerator). Changes only the speed.
-    eval_seed_batch_size: seeds sampled in one compiled call at evaluation
-      (vmapped, `evaluate.sample_seeds`; 0 = by platform, as seed_batch_size:
-      all S on an accelerator, one at a time on a CPU). Changes only the speed.
-    num_devices: devices of the `data` mesh axis that the entry point builds
-      (`parallel.make_mesh`; 0 = all that divide the prompt batch).
-    max_checkpoints: checkpoints kept.
-  """
-  num_seeds: int = 1
-  seed_batch_size: int = 0
-  seed: int = 0
-  eval_every: int = 50
-  checkpoint_every: int = 50
-  eval_at_start: bool = True
-  eval_splits: Tuple[str, ...] = splits.EVAL_SPLITS
-  eval_num_problems: int = 64
-  eval_num_samples: int = 32
-  eval_temperature: float = 1.0
-  eval_forced_problems: int = 16
-  eval_forced_samples: int = 8
-  eval_problems_per_chunk: int = 0
-  eval_seed_batch_size: int = 0
-  num_devices: int = 0
-  max_checkpoints: int = 2
-
-  def __post_init__(self):
-    check_settings(self)
-
-
-def check_settings(settings: RunSettings) -> None:
-  """Raises ValueError naming the field and its valid range (at construction)."""
-  checks.at_least("num_seeds", settings.num_seeds, 1)
-  parallel.check_seed_batch_size(settings.seed_batch_size, settings.num_seeds)
-  for name in ("eval_every", "checkpoint_every"):
-    checks.at_least(name, getattr(settings, name), 0)
-  names = tuple(settings.eval_splits)
-  if not names or len(set(names)) < len(names) or set(names) - set(splits.EVAL_SPLITS):
-    raise ValueError(f"eval_splits={names!r} must name each split at most once, at least "
-                     f"one, among: {', '.join(splits.EVAL_SPLITS)}.")
-  evaluate.validate(num_problems=settings.eval_num_problems,
-                    num_samples=settings.eval_num_samples,
-                    temperature=settings.eval_temperature,
-                    problems_per_chunk=settings.eval_problems_per_chunk, prefix="eval_")
-  parallel.check_seed_batch_size(settings.eval_seed_batch_size, settings.num_seeds,
-                                 name="eval_seed_batch_size")
-  checks.at_least("eval_forced_problems", settings.eval_forced_problems, 0)
-  checks.at_least("eval_forced_samples", settings.eval_forced_samples, 1)
-  checks.at_least("num_devices", settings.num_devices, 0)
-  checks.at_least("max_checkpoints", settings.max_checkpoints, 1)
-
-
-def validate(settings: RunSettings, config: train.TrainConfig) -> None:
-  """Raises ValueError unless the run's settings fit its TrainConfig, before compiling:
-  eval_every and checkpoint_every must be multiples of its steps_per_chunk
-  (each config checks its own fields at construction)."""
-  for name in ("eval_every", "checkpoint_every"):
-    value = getattr(settings, name)
-    if value % config.steps_per_chunk:
-      raise ValueError(f"{name}={value} must be a non-negative multiple of "
-                       f"steps_per_chunk={config.steps_per_chunk}.")
-
-
-def check_workdir(workdir: str, resume: bool, overwrite: bool) -> None:
-  """Refuses, before any work and without touching a file, what `prepare_workdir`
-  would refuse: an existing run directory without --resume or --overwrite, and a
-  directory that is not a run directory (`rundir.RUN_LAYOUT`) to resume or
-  overwrite. Raises ValueError or FileExistsError naming the directory."""
-  if resume and overwrite:
-    raise ValueError("Pass at most one of --resume and --overwrite.")
-  if not os.path.lexists(workdir) or (os.path.isdir(workdir) and not os.listdir(workdir)):
-    return
-  if overwrite:
-    rundir.check(workdir, rundir.RUN_LAYOUT)
-  elif not resume:
-    raise FileExistsError(
-        f"Run directory {workdir!r} already exists. Pass --resume to continue it from "
-        f"its last checkpoint or --overwrite to delete it and start again.")
-  elif not rundir.is_of(workdir, rundir.RUN_LAYOUT):
-    raise FileExistsError(f"{workdir!r} is not a run directory (it holds no config, records "
-                          f"or checkpoints of a run): there is nothing to resume there.")
-
-
-def prepare_workdir(workdir: str, resume: bool, overwrite: bool) -> None:
-  """Creates the run directory after `check_workdir`; with overwrite, first
-  removes what a run wrote there (`rundir.clear`), and nothing else."""
-  check_workdir(workdir, resume, overwrite)
-  if overwrite:
-    rundir.clear(workdir, rundir.RUN_LAYOUT)
-  os.makedirs(workdir, exist_ok=True)
+from polyepo import parallel
+from polyepo.evaluation import evaluate, forced
+from polyepo.io import writers
+from polyepo.rl import plan, train
 
 
 def _seed_params(params, seed: int):
@@ -173,7 +51,7 @@ def _mean_summary(summaries):
   return float(np.mean(values))
 
 
-def evaluate_seeds(params, model_config, env, eval_problems, settings: RunSettings,
+def evaluate_seeds(params, model_config, env, eval_problems, settings: plan.RunSettings,
                    step: int, base_params=None) -> Dict[str, Any]:
   """{split: {"mean": summary averaged over seeds, "seeds": [summary per seed]}}.
 
@@ -239,7 +117,7 @@ def _last_step(path: str) -> int:
   return records[-1]["step"] if records else -1
 
 
-def _last_eval_due(step: int, config: train.TrainConfig, settings: RunSettings) -> int:
+def _last_eval_due(step: int, config: train.TrainConfig, settings: plan.RunSettings) -> int:
   """The last step at or before `step` whose evaluation the run has recorded
   (-1: none): the start, every eval_every steps and the end."""
   due = [0] if settings.eval_at_start else [-1]
@@ -250,7 +128,7 @@ def _last_eval_due(step: int, config: train.TrainConfig, settings: RunSettings) 
   return max(due)
 
 
-def _restore(manager, state, workdir: str, config: train.TrainConfig, settings: RunSettings):
+def _restore(manager, state, workdir: str, config: train.TrainConfig, settings: plan.RunSettings):
   """(step, state) to resume from: the latest checkpoint that restores and that
   the run's records reach, or (0, state) with nothing to resume.
 
@@ -301,25 +179,11 @@ def _restore(manager, state, workdir: str, config: train.TrainConfig, settings: 
   return start, state
 
 
-def train_and_evaluate(config: train.TrainConfig, model_config, env, env_params, base_params,
-                       eval_problems: Dict[str, Any], workdir: str, settings: RunSettings,
-                       *, resume: bool = False, overwrite: bool = False,
-                       config_record: Optional[Dict[str, Any]] = None, mesh=None,
-                       progress: bool = True) -> Dict[str, Any]:
-  """Runs (or resumes) an RL run; returns the final evaluation.
+def train_and_evaluate(run: plan.RunPlan, progress: bool = True) -> Dict[str, Any]:
+  """Runs (or resumes) the RL run of a plan (`plan.make`); returns the final evaluation.
 
   Args:
-    config: RL settings.
-    model_config: the policy's TransformerConfig.
-    env, env_params: the environment.
-    base_params: the base model (start of every seed, and the KL reference).
-    eval_problems: {split name: problems pytree}, e.g. the TFDS test/ood splits.
-    workdir: run directory.
-    settings: host-side settings.
-    resume, overwrite: what to do with an existing workdir.
-    config_record: JSON-able config written to workdir/config.json (an entry
-      point checks a resumed run's against it first, `experiments.build.check_resumable`).
-    mesh: optional mesh with a `data` axis (see train.make_train).
+    run: the run's plan, checked when it was made.
     progress: show a tqdm progress bar.
 
   Returns:
@@ -327,19 +191,21 @@ def train_and_evaluate(config: train.TrainConfig, model_config, env, env_params,
   """
   from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top
 
-  validate(settings, config)
-  prepare_workdir(workdir, resume, overwrite)
-  trained = _last_step(os.path.join(workdir, "train.jsonl")) if resume else -1
+  config, settings, workdir = run.config, run.settings, run.workdir
+  model_config, env, base_params, eval_problems = (run.model_config, run.env, run.base_params,
+                                                   run.eval_problems)
+  plan.prepare_workdir(workdir, run.overwrite)
+  trained = _last_step(os.path.join(workdir, "train.jsonl")) if run.resume else -1
   if trained > config.num_steps:  # checked before config.json is rewritten
     raise ValueError(f"Run directory {workdir!r} has trained {trained} steps, more than "
                      f"num_steps={config.num_steps}: num_steps may only grow (the run is "
                      f"extended); resume it with num_steps >= {trained}.")
-  if config_record is not None:
-    writers.write_json_atomically(os.path.join(workdir, "config.json"), config_record)
+  if run.record is not None:
+    writers.write_json_atomically(os.path.join(workdir, "config.json"), run.record)
 
-  init, run_chunk = train.make_train(config, model_config, env, env_params,
+  init, run_chunk = train.make_train(config, model_config, env, run.env_params,
                                      num_seeds=settings.num_seeds,
-                                     seed_batch_size=settings.seed_batch_size, mesh=mesh)
+                                     seed_batch_size=settings.seed_batch_size, mesh=run.mesh)
   keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(settings.seed), s))(
       jnp.arange(settings.num_seeds))
   state = init(base_params, keys)
@@ -349,7 +215,7 @@ def train_and_evaluate(config: train.TrainConfig, model_config, env, env_params,
   with ocp.CheckpointManager(os.path.join(os.path.abspath(workdir), "checkpoints"),
                              options=options) as manager:
     start = 0
-    if resume:
+    if run.resume:
       start, state = _restore(manager, state, workdir, config, settings)
       for name in ("train", "eval"):
         writers.truncate_jsonl(os.path.join(workdir, f"{name}.jsonl"), start)

@@ -1,4 +1,8 @@
-"""Token advantages of Poly-PPO (note §6.1, Algorithm 2) and of PPO with a critic.
+"""Token advantages of Poly-PPO and of PPO with a critic.
+
+Poly-PPO is Algorithm 2 of Ibn Hamid et al., *Set Reinforcement Learning: Principles and
+Approaches* (the set RL note), §6.1; the sections, lines and definitions cited below are
+that note's.
 
 One prompt's group holds M = N + K·N_v responses, roots first:
 
@@ -33,7 +37,7 @@ are judged as members of the root set, while the state's vines carry the set
 signal at s_t. A vine's prefix (the root's tokens before t) is context only.
 
 **PPO** is the same with no vines and no set objective: GAE on every token,
-the standard-RL baseline the note contrasts with.
+the standard-RL baseline the set RL note contrasts with.
 
 **Scale.** With `normalize`, each set's advantages are standardised (as
 Poly-EPO standardises each prompt's) and the GAE advantages are standardised

@@ -49,7 +49,7 @@ class TrainConfig:
       "reward_shaping", "set_rl" (Poly-EPO with the polychromic objective),
       "set_rl_windowed" (its set advantage on each response's first step
       only), "ppo" (GAE from a critic) or "poly_ppo" (set advantages at
-      rollout states, GAE elsewhere; note §6.1); or 'package.module:ATTRIBUTE'
+      rollout states, GAE elsewhere; the set RL note's §6.1); or 'package.module:ATTRIBUTE'
       naming an `Estimator` defined outside the package.
     normalize: grpo / reward_shaping: divide by the group's reward std (False
       is Dr. GRPO); set_rl: standardise each prompt's marginal advantages;
@@ -104,7 +104,7 @@ class TrainConfig:
     vine_samples: poly_ppo: N_v continuations sampled from each rollout state
       (n < N_v: the state's sets of n are drawn from its vines).
     vine_window: poly_ppo: W >= 1, reasoning steps from a rollout state that
-      its set advantage covers (the note's window T).
+      its set advantage covers (the set RL note's window T).
     vine_selection: poly_ppo: how rollout states are drawn among the step
       boundaries (polyepo.vines.SELECTIONS: "uniform" or "early").
   """
@@ -245,9 +245,9 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     the seeds' rollouts stop together. With config.kl_coef > 0 the base
     model scores every rollout: the KL to it enters the loss and is logged
     (`kl_to_base`); otherwise `base_params` is not read (evaluation measures
-    the KL).
+    the KL). The env must serve the estimator (`validate_env`, which
+    `plan.make` runs before any work).
   """
-  validate_env(config, env)
   if mesh is not None and config.prompts_per_step % mesh.shape["data"]:
     raise ValueError(f"prompts_per_step={config.prompts_per_step} must be divisible by the "
                      f"{mesh.shape['data']} devices of the data axis.")

@@ -1,8 +1,9 @@
-"""Vine sampling (note §6.1, case 2): reset to states of sampled responses, branch there.
+"""Vine sampling: reset to states of sampled responses, branch there.
 
-For a language policy the state s_t of a response y is the prompt x and the
-response's first t tokens; "resetting the environment to s_t" is continuing the
-prefix y[:t]. Poly-PPO branches at the **rollout states** chosen here, at step
+This is case 2 of §6.1 of Ibn Hamid et al., *Set Reinforcement Learning: Principles and
+Approaches* (the set RL note). For a language policy the state s_t of a response y is
+the prompt x and the response's first t tokens; "resetting the environment to s_t" is
+continuing the prefix y[:t]. Poly-PPO branches at the **rollout states** chosen here, at step
 boundaries of the sampled traces (`Env.step_boundaries`: where a new reasoning
 step starts), as VinePPO (Kazemnejad et al., 2025) branches at reasoning steps.
 

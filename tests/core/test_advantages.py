@@ -94,7 +94,8 @@ def test_majority_vote_objective_passes_answers_through():
       sets.all_subsets(5, 3), "mean", answers=jnp.asarray(answers, jnp.int32))
   want = brute.marginal_advantage(lambda r, a: brute.majority_vote(r, a), rewards, answers, 3)
   np.testing.assert_allclose(got, want, atol=1e-6)
-  # Note Example 3.5: an incorrect generation never gets a positive advantage.
+  # Example 3.5 of Ibn Hamid et al., *Set Reinforcement Learning: Principles and Approaches*
+  # (the set RL note): an incorrect generation never gets a positive advantage.
   assert np.all(np.asarray(got)[[1, 2, 4]] <= 1e-6)
 
 
@@ -102,7 +103,8 @@ def test_majority_vote_objective_passes_answers_through():
 @given(st.sampled_from([2, 5, 9]).flatmap(
     lambda N: st.lists(st.booleans(), min_size=N, max_size=N)), st.data())
 def test_mean_reward_identity(correct, data):
-  """f = mean reward: all-subsets advantage = (N-n)/(n(N-1)) (r_i - mean r) (DESIGN.md)."""
+  """f = mean reward: all-subsets advantage = (N-n)/(n(N-1)) (r_i - mean r), the closed
+  form of docs/method.md, "Exactness beats enumeration"."""
   N = len(correct)
   n = data.draw(st.integers(1, N))
   r = jnp.asarray(correct, jnp.float32)
@@ -118,7 +120,7 @@ def test_mean_reward_identity(correct, data):
 def test_pass_at_n_is_pass_at_k_training_advantage(correct, data):
   """f = max with binary rewards: correct -> 1 - baseline; incorrect ->
   1 - C(N-1-c, n-1)/C(N-1, n-1) - baseline, with baseline = 1 - C(N-c, n)/C(N, n).
-  Never positive for an incorrect generation (note Example 3.4)."""
+  Never positive for an incorrect generation (the set RL note's Example 3.4)."""
   N, c = len(correct), sum(correct)
   n = data.draw(st.integers(1, N))
   baseline = 1 - math.comb(N - c, n) / math.comb(N, n)
@@ -131,8 +133,8 @@ def test_pass_at_n_is_pass_at_k_training_advantage(correct, data):
 
 def test_explainer_worked_example():
   """N=4, sets S1={y1,y3}, S2={y2,y4}, S3={y1,y2}, n=2: y1, y2, y4 correct in
-  clusters A, B, A; y3 incorrect in cluster C. Explainer: baseline 0.833 and
-  marginal advantages -0.166, +0.334, -0.333, +0.167 (eq. 9, sums)."""
+  clusters A, B, A; y3 incorrect in cluster C. Worked by hand: baseline 0.833 and
+  marginal advantages -0.166, +0.334, -0.333, +0.167 (the set RL note's eq. 9, sums)."""
   r = jnp.array([1.0, 1.0, 0.0, 1.0])
   l = jnp.array([0, 1, 2, 0], jnp.int32)
   subsets = jnp.array([[0, 2], [1, 3], [0, 1]], jnp.int32)
@@ -142,7 +144,7 @@ def test_explainer_worked_example():
 
 
 def test_seven_correct_one_unique():
-  """The explainer's table: 7 correct in strategy A, 1 incorrect in unique B (N=8, n=4).
+  """A worked example: 7 correct in strategy A, 1 incorrect in unique B (N=8, n=4).
 
   Hand-worked: sets without y8 score 1 * 1/4; sets with y8 score 0.75 * 2/4.
   Half the 70 sets contain y8, so the baseline is 0.3125 and y8's advantage is
@@ -172,9 +174,9 @@ def _expected_sampled_sum(rewards, labels, N, n, K):
 
 @pytest.mark.parametrize("N,n,K", [(4, 2, 3), (5, 2, 4), (5, 3, 2)])
 def test_sampled_estimator_is_unbiased(N, n, K):
-  """Prop. 2.6: E[sampled-K estimator] = (K-1)/(C(N,n)-1) x all-subsets estimator
-  (the ratio of the two scaling constants M), checked by exact enumeration of
-  every K-subset of subsets."""
+  """The set RL note's Prop. 2.6: E[sampled-K estimator] = (K-1)/(C(N,n)-1) x
+  all-subsets estimator (the ratio of the two scaling constants M), checked by exact
+  enumeration of every K-subset of subsets."""
   rng = np.random.default_rng(N * 10 + n)
   rewards = list(rng.integers(0, 2, N).astype(float))
   labels = list(rng.integers(-1, 3, N))

@@ -42,7 +42,7 @@ def test_majority_vote_matches_reference(answers, data):
 
 
 def test_polychromic_hand_values():
-  # The explainer: 8 correct in one strategy -> 1 * 1/8; 4 of 8 correct in 4 strategies -> 0.5 * 0.5.
+  # By hand: 8 correct in one strategy -> 1 * 1/8; 4 of 8 correct in 4 strategies -> 0.5 * 0.5.
   f = objectives.polychromic
   assert np.isclose(f(jnp.ones(8), jnp.zeros(8, jnp.int32)), 0.125)
   assert np.isclose(f(jnp.array([1., 1, 1, 1, 0, 0, 0, 0]),

@@ -1,4 +1,6 @@
-"""Tests for polyepo.theory: the note's propositions and examples on tabular policies."""
+"""Tests for polyepo.theory on tabular policies: the propositions and examples of Ibn Hamid
+et al., *Set Reinforcement Learning: Principles and Approaches* (the set RL note), by their
+numbers there."""
 
 import itertools
 import math
@@ -38,7 +40,7 @@ def test_prop_2_6_all_subsets_estimator_is_M_times_gradient(N, n):
 
 def test_prop_2_6_sampled_subsets_scaling():
   """Sampling K of the C(N,n) subsets uniformly: the estimator's expectation (over the
-  draws and the subsets, both enumerated) is M_K ∇J with the note's M_K."""
+  draws and the subsets, both enumerated) is M_K ∇J with the set RL note's M_K."""
   N, n, K = 4, 2, 3
   logits = jnp.array([0.3, -0.2])
   rewards, labels = [1.0, 0.0], [0, 1]
@@ -89,7 +91,7 @@ def test_lemma_3_3_gradient_is_probability_times_marginal_advantage():
 
 @pytest.mark.parametrize("name", ["polychromic", "pass_at_n", "srl", "mean_reward"])
 def test_observation_homogeneous_scaffold(name):
-  """Λ(y^{⊕n}) = π(y) A(y) (the note's Observation after Def. 3.2)."""
+  """Λ(y^{⊕n}) = π(y) A(y) (the set RL note's Observation after Def. 3.2)."""
   logits = _policy(11, 4)
   rewards = jnp.array([1.0, 0.0, 1.0, 0.0])
   labels = jnp.array([0, 1, 2, 2], jnp.int32)
@@ -127,7 +129,7 @@ def test_example_3_6_and_section_5_pairwise_objective(n):
 @pytest.mark.parametrize("n", [2, 3, 4])
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
 def test_section_5_srl_marginal_advantages(n, p):
-  """One correct response with probability p, two incorrect ones: the note's sums."""
+  """One correct response with probability p, two incorrect ones: the set RL note's sums."""
   logits = jnp.log(jnp.array([p, (1 - p) / 2, (1 - p) / 2]))
   rewards = jnp.array([1.0, 0.0, 0.0])
   labels = jnp.arange(3, dtype=jnp.int32)

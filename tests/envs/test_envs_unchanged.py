@@ -1,7 +1,8 @@
 """The environments behave as before the kit: a regression pin, not a correctness test.
 
-`tests/data/envs_before_kit.npz` was written by the implementation the kit
-replaced (one module per domain, release 77877b1): for each domain and split,
+`tests/pins/envs_before_kit.npz` holds what the implementation the kit replaced wrote
+(one module per domain, no longer in the tree, so the file is not regenerated: it is
+what the kit is held to): for each domain and split,
 128 problems drawn with fixed keys, their prompts and applicability, every
 strategy demonstrated on every problem with and without slips (fixed keys), and
 the reward, label and answer id of those demonstrations and of as many

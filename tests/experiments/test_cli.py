@@ -11,7 +11,9 @@ import subprocess
 import sys
 import textwrap
 
+from absl import flags
 import ml_collections
+from ml_collections import config_flags
 import pytest
 
 from experiments import cli
@@ -62,9 +64,15 @@ def _assert_one_line_error(result, message, tmp_path):
     ([SMOKE, "--resume", "--overwrite"], "Pass at most one of --resume and --overwrite."),
     ([SMOKE, "--workdri=x"], "Unknown command line flag 'workdri'"),
     ([], "Flag --config must have a value other than None."),
+    (["--config=configs/grpo.py:domain=multiplication,size=smoke",
+      "--config.domain=polynomial_roots"],
+     "--config.domain and the config string both choose domain "
+     "(--config=configs/grpo.py:domain=multiplication,size=smoke); choose it once."),
+    (["--config=configs/grpo.py:size=smoke", "--config.domain=nope"],
+     "--config=configs/grpo.py:size=smoke,domain=nope: domain='nope' is not one of"),
 ], ids=["misspelled_field", "misspelled_section", "notebook_as_config", "missing_config_file",
         "bad_domain", "bad_size", "invalid_value", "unparsable_value", "resume_and_overwrite",
-        "unknown_flag", "no_config"])
+        "unknown_flag", "no_config", "domain_chosen_twice", "bad_domain_override"])
 def test_synthetic_mistakes_are_one_line(args, message, tmp_path):
   result = _run(["-m", "experiments.synthetic", f"--workdir={tmp_path / 'run'}", *args],
                 tmp_path)
@@ -211,3 +219,20 @@ def test_load_config_passes_the_config_string_as_ml_collections_does(tmp_path):
 ])
 def test_verbose_in_reads_the_last_setting(argv, verbose):
   assert cli.verbose_in(argv) is verbose
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["--config=c.py:size=smoke", "--config.domain=x", "--config.train.lam=1"],
+     ["--config=c.py:size=smoke,domain=x", "--config.train.lam=1"]),
+    (["--config", "c.py", "--config.domain", "x", "--config.size=smoke"],
+     ["--config=c.py:domain=x,size=smoke"]),
+    (["--config.size=smoke", "--config=c.py"], ["--config=c.py:size=smoke"]),
+    (["--config=c.py", "--config.domainx=1", "--config.train.size=2"],
+     ["--config=c.py", "--config.domainx=1", "--config.train.size=2"]),
+])
+def test_a_config_string_field_given_as_an_override_moves_into_the_string(argv, expected):
+  """`--config.domain=X` is the config string's domain=X (get_config builds the
+  domain's defaults from it); other overrides stay as they are."""
+  flag_values = flags.FlagValues()
+  config_flags.DEFINE_config_file("config", None, "a config", flag_values=flag_values)
+  assert cli.into_config_string(["prog"] + argv, flag_values) == ["prog"] + expected

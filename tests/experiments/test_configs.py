@@ -17,7 +17,7 @@ from configs import pretrain as pretrain_config
 from experiments import build
 from polyepo.policy import model
 from polyepo.pretraining import pretrain
-from polyepo.rl import loop, train
+from polyepo.rl import plan, train
 import repo
 
 ROOT = repo.ROOT
@@ -41,7 +41,7 @@ def _defaults(cls):
 def test_config_fields_are_exactly_the_dataclass_fields(name, size):
   config = ALGORITHMS[name].get_config(f"size={size}")
   assert set(config.train) == _names(train.TrainConfig)
-  assert set(config.run) == _names(loop.RunSettings)
+  assert set(config.run) == _names(plan.RunSettings)
   assert set(config.base.pretrain) == _names(pretrain.PretrainConfig)
   assert set(config.base.model) == set(pretrain_config.MODEL_FIELDS) <= _names(
       model.TransformerConfig)
@@ -57,7 +57,7 @@ def test_default_size_takes_the_dataclass_defaults(name, domain):
   config = ALGORITHMS[name].get_config(f"domain={domain}")
   defaults = _defaults(train.TrainConfig)
   assert {k for k in defaults if config.train[k] != defaults[k]} <= ALGORITHM_FIELDS
-  assert config.run.to_dict() == dataclasses.asdict(loop.RunSettings())
+  assert config.run.to_dict() == dataclasses.asdict(plan.RunSettings())
   pretrain_defaults = _defaults(pretrain.PretrainConfig)
   assert set(pretrain_defaults) == _names(pretrain.PretrainConfig) - {
       "mixture", "slip_rate", "num_steps"}
@@ -142,7 +142,7 @@ def test_the_domains_pretrain_with_the_values_they_always_had(domain):
 def test_the_base_models_cache_key_is_unchanged(domain):
   """The main job's base model is still found: its cache key fields equal the
   config.json saved beside the committed base model."""
-  config = poly_epo.get_config(f"domain={domain}").base
+  config = build.base_config(poly_epo.get_config(f"domain={domain}"))
   _, _, model_config, settings = build.pretrain_settings(config)
   fields = pretrain.cache_key_fields({"name": config.domain, **config.env.to_dict()},
                                      model_config, settings, config.seed)
@@ -166,7 +166,8 @@ def test_a_domain_that_declares_nothing_gets_the_fallbacks():
 def test_a_domain_outside_envs_declares_its_own_defaults():
   """tests/helpers/addition_env.py declares a preference stage; the rest falls back."""
   config = grpo.get_config("domain=addition_env:Addition,size=smoke")
-  assert config.domain == config.base.domain == "addition_env:Addition"
+  assert config.domain == build.base_config(config).domain == "addition_env:Addition"
+  assert "domain" not in config.base and "env" not in config.base  # named once
   pre = config.base.pretrain
   assert (pre.mixture, pre.preference_mixture, pre.preference_steps, pre.slip_rate) == (
       (1.0, 1.0, 1.0), (10.0, 30.0, 1.0), 10, 0.05)
@@ -210,7 +211,7 @@ def _documented(cls):
   return names
 
 
-@pytest.mark.parametrize("cls", [train.TrainConfig, loop.RunSettings, pretrain.PretrainConfig,
+@pytest.mark.parametrize("cls", [train.TrainConfig, plan.RunSettings, pretrain.PretrainConfig,
                                  model.TransformerConfig])
 def test_every_field_is_documented_once_in_its_dataclass(cls):
   missing = sorted(_names(cls) - _documented(cls))
@@ -275,7 +276,7 @@ def test_a_bad_field_fails_when_unpacked_naming_it(field, value, match):
     parent = parent[part]
   parent[leaf] = value
   with pytest.raises(ValueError, match=match):
-    build.rl_settings(config)
+    build.check_config(config)
 
 
 def test_pretrain_settings_validate_the_pretraining_config():

@@ -58,6 +58,26 @@ def test_smoke_run_of_every_config(name, cache, tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-3000:]
 
 
+def test_the_domain_override_trains_and_evaluates_that_domain(cache, tmp_path):
+  """--config.domain=X is the config string's domain=X: the base model, the
+  trained env, the eval splits and the run record are all X's."""
+  from configs import grpo  # pylint: disable=g-import-not-at-top
+  workdir = tmp_path / "run"
+  result = _run(["experiments.synthetic", "--config=configs/grpo.py:size=smoke",
+                 "--config.domain=polynomial_roots", f"--workdir={workdir}"], cache)
+  assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+  assert "base model: results/base/polynomial_roots-smoke/model" in result.stdout
+  record = json.load(open(workdir / "config.json"))
+  expected = json.loads(json.dumps(grpo.get_config("domain=polynomial_roots,size=smoke")
+                                   .to_dict(), default=str))
+  assert record["domain"] == "polynomial_roots" and record["base"] == expected["base"]
+  names = envs.make("polynomial_roots")[0].strategy_names
+  assert set(record["strategy_families"]) == set(names)
+  final = [json.loads(l) for l in open(workdir / "eval.jsonl")][-1]
+  for split in ("test", "ood"):
+    assert set(final[split]["mean"]["strategy_share"]) == set(names) | {"DEGENERATE"}
+
+
 @pytest.mark.slow
 def test_smoke_run_with_bfloat16_matmuls(cache, tmp_path):
   workdir = tmp_path / "bf16"
@@ -203,8 +223,8 @@ def test_bad_config_string(cache, tmp_path):
 def _key_fields(config):
   from experiments import build  # pylint: disable=g-import-not-at-top
   from polyepo.pretraining import pretrain  # pylint: disable=g-import-not-at-top
-  _, _, model_config, settings = build.pretrain_settings(config.base)
-  return pretrain.cache_key_fields({"name": config.base.domain, **config.base.env.to_dict()},
+  _, _, model_config, settings = build.pretrain_settings(build.base_config(config))
+  return pretrain.cache_key_fields({"name": config.domain, **config.env.to_dict()},
                                    model_config, settings, config.base.seed)
 
 
@@ -240,6 +260,6 @@ def test_the_base_model_comes_from_the_checkpoint_then_the_shipped_one_then_the_
       asked.setdefault("dir", checkpoint_dir), checkpoint_dir, False))
   config = poly_epo.get_config("domain=multiplication")
   config.base.shipped, config.base.checkpoint = shipped, checkpoint
-  build.base_model(config.base)
+  build.base_model(build.base_config(config))
   assert asked["dir"] == (os.path.join(ROOT, "results", "base", "multiplication", "model")
                           if expected == "shipped" else expected)

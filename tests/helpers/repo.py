@@ -3,4 +3,4 @@
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PINS = os.path.join(ROOT, "tests", "pins")  # values recorded from a named release, by hand-checked scripts
+PINS = os.path.join(ROOT, "tests", "pins")  # values recorded before a refactor, by hand-checked scripts

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from polyepo.io import rundir
-from polyepo.rl import loop
+from polyepo.rl import plan
 import repo
 
 
@@ -31,7 +31,7 @@ def _tree(path):
 
 def test_overwrite_empties_a_run_directory(tmp_path):
   workdir = _run_dir(str(tmp_path / "run"))
-  loop.prepare_workdir(workdir, resume=False, overwrite=True)
+  plan.prepare_workdir(workdir, overwrite=True)
   assert os.path.isdir(workdir) and os.listdir(workdir) == []
 
 
@@ -41,16 +41,16 @@ def test_overwrite_refuses_a_directory_with_foreign_files_and_keeps_everything(t
   _write(os.path.join(workdir, "sub", "data.csv"))
   before = _tree(workdir)
   with pytest.raises(FileExistsError, match=r"not a run directory.*notes\.txt.*sub"):
-    loop.prepare_workdir(workdir, resume=False, overwrite=True)
+    plan.prepare_workdir(workdir, overwrite=True)
   assert _tree(workdir) == before
 
 
 def test_overwrite_refuses_the_checkout_root():
   root = repo.ROOT
   with pytest.raises(FileExistsError, match=r"not a run directory.*\.git"):
-    loop.check_workdir(root, resume=False, overwrite=True)
+    plan.check_workdir(root, resume=False, overwrite=True)
   with pytest.raises(FileExistsError, match="not a run directory"):
-    loop.check_workdir(root, resume=True, overwrite=False)
+    plan.check_workdir(root, resume=True, overwrite=False)
   assert os.path.isfile(os.path.join(root, "README.md"))
 
 
@@ -60,13 +60,13 @@ def test_overwrite_never_follows_a_symbolic_link(tmp_path):
   # The run directory itself a link: refused, the target kept.
   os.symlink(target, tmp_path / "link")
   with pytest.raises(FileExistsError, match="symbolic link"):
-    loop.prepare_workdir(str(tmp_path / "link"), resume=False, overwrite=True)
+    plan.prepare_workdir(str(tmp_path / "link"), overwrite=True)
   # A link inside a run directory, where a folder of the run would be: refused.
   workdir = _run_dir(str(tmp_path / "run"))
   os.rename(os.path.join(workdir, "checkpoints"), tmp_path / "moved")
   os.symlink(target, os.path.join(workdir, "checkpoints"))
   with pytest.raises(FileExistsError, match="checkpoints"):
-    loop.prepare_workdir(workdir, resume=False, overwrite=True)
+    plan.prepare_workdir(workdir, overwrite=True)
   assert _tree(target) == before
   assert os.path.islink(os.path.join(workdir, "checkpoints"))
   assert os.path.isfile(os.path.join(workdir, "config.json"))
@@ -92,17 +92,17 @@ def test_a_sweep_directory_is_cleared_only_when_every_run_in_it_is_a_run(tmp_pat
 def test_resume_refuses_a_directory_that_is_not_a_run(tmp_path):
   _write(str(tmp_path / "mine" / "notes.txt"))
   with pytest.raises(FileExistsError, match="not a run directory"):
-    loop.check_workdir(str(tmp_path / "mine"), resume=True, overwrite=False)
-  loop.check_workdir(str(tmp_path / "missing"), resume=True, overwrite=False)
-  loop.check_workdir(_run_dir(str(tmp_path / "run")), resume=True, overwrite=False)
+    plan.check_workdir(str(tmp_path / "mine"), resume=True, overwrite=False)
+  plan.check_workdir(str(tmp_path / "missing"), resume=True, overwrite=False)
+  plan.check_workdir(_run_dir(str(tmp_path / "run")), resume=True, overwrite=False)
 
 
 def test_checking_the_workdir_touches_nothing(tmp_path):
   workdir = _run_dir(str(tmp_path / "run"))
   before = _tree(workdir)
-  loop.check_workdir(workdir, resume=False, overwrite=True)
+  plan.check_workdir(workdir, resume=False, overwrite=True)
   assert _tree(workdir) == before
-  loop.check_workdir(str(tmp_path / "new"), resume=False, overwrite=False)
+  plan.check_workdir(str(tmp_path / "new"), resume=False, overwrite=False)
   assert not os.path.exists(tmp_path / "new")
 
 

@@ -1,5 +1,8 @@
 """Tests for polyepo.poly_ppo: Algorithm 2's advantages against exact enumeration.
 
+Algorithm 2, §6.1 and Def. 3.2 are those of Ibn Hamid et al., *Set Reinforcement
+Learning: Principles and Approaches* (the set RL note).
+
 The decision tree: a response is `a1 ; a2 $` (4 tokens, one step boundary, at
 position 2). Step 1 picks a1 in {0, 1} with probabilities P1; step 2 picks a2 in
 {0, 1, 2} with probabilities Q[a1]; LABEL and REWARD of the response depend on

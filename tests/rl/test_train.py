@@ -21,6 +21,7 @@ import pytest
 import envs
 import toy_env
 from experiments import build
+from polyepo.rl import plan
 from polyepo import (accumulation, estimators, loop, model, parallel, pretrain, splits,
                      train, value_head, writers)
 
@@ -501,11 +502,12 @@ def test_an_enumerable_objective_without_closed_form_is_accepted():
 ])
 def test_run_settings_validation(settings, config, match):
   with pytest.raises(ValueError, match=match):
-    loop.validate(loop.RunSettings(**settings), dataclasses.replace(TINY, **config))
+    plan.validate(plan.RunSettings(**settings), dataclasses.replace(TINY, **config),
+                  toy_env.ChoiceEnv())
 
 
 def test_the_default_run_settings_are_valid():
-  loop.validate(loop.RunSettings(), train.TrainConfig())
+  plan.validate(plan.RunSettings(), train.TrainConfig(), toy_env.ChoiceEnv())
   train.validate(train.TrainConfig())
 
 
@@ -527,7 +529,7 @@ def test_a_mesh_that_does_not_divide_the_prompts_is_refused(setup):
 
 def test_resume_and_overwrite_together_are_refused(tmp_path):
   with pytest.raises(ValueError, match="at most one of --resume and --overwrite"):
-    loop.prepare_workdir(str(tmp_path / "run"), resume=True, overwrite=True)
+    plan.check_workdir(str(tmp_path / "run"), resume=True, overwrite=True)
 
 
 def test_existing_workdir_is_refused(tmp_path):
@@ -535,8 +537,9 @@ def test_existing_workdir_is_refused(tmp_path):
   workdir.mkdir()
   (workdir / "train.jsonl").write_text("{}\n")
   with pytest.raises(FileExistsError, match="--resume .* --overwrite"):
-    loop.prepare_workdir(str(workdir), resume=False, overwrite=False)
-  loop.prepare_workdir(str(workdir), resume=False, overwrite=True)
+    plan.check_workdir(str(workdir), resume=False, overwrite=False)
+  plan.check_workdir(str(workdir), resume=False, overwrite=True)
+  plan.prepare_workdir(str(workdir), overwrite=True)
   assert not (workdir / "train.jsonl").exists()
 
 
@@ -621,7 +624,7 @@ def test_evaluation_shaped_for_an_accelerator_gives_the_cpus_numbers(setup):
       lambda x: jnp.stack([x, x + 0.05 * jnp.sin(x * 7.0), x - 0.05 * jnp.cos(x * 3.0)]), base)
   problems = {"test": jax.tree.map(np.asarray, env.sample_problems(jax.random.key(9), params, 5))}
   evaluate_with = lambda **shape: loop.evaluate_seeds(
-      policy, mc, env, problems, loop.RunSettings(
+      policy, mc, env, problems, plan.RunSettings(
           num_seeds=3, eval_num_problems=5, eval_num_samples=4, eval_forced_problems=1,
           eval_forced_samples=2, **shape), step=2, base_params=base)
   one_at_a_time = evaluate_with(eval_seed_batch_size=1, eval_problems_per_chunk=1)
@@ -645,8 +648,17 @@ def test_evaluation_shaped_for_an_accelerator_gives_the_cpus_numbers(setup):
 
 
 RESUME = dataclasses.replace(TINY, num_steps=6, steps_per_chunk=1)
-SETTINGS = loop.RunSettings(num_seeds=2, eval_every=2, checkpoint_every=2,
+SETTINGS = plan.RunSettings(num_seeds=2, eval_every=2, checkpoint_every=2,
                             eval_num_problems=3, eval_num_samples=4)
+
+
+def _train_and_evaluate(config, model_config, env, env_params, base, problems, workdir,
+                        settings, *, resume=False, overwrite=False, config_record=None):
+  """One run through its plan (`plan.make`), as the entry point makes it."""
+  run = plan.make(config, settings, env, env_params, str(workdir),
+                  load_base=lambda: (model_config, base), load_problems=lambda: problems,
+                  resume=resume, overwrite=overwrite, record=config_record)
+  return loop.train_and_evaluate(run, progress=False)
 
 
 def _problems(env, params, n=3):
@@ -676,9 +688,9 @@ def test_an_extended_run_matches_a_run_started_longer(setup, tmp_path):
   checkpoint: every record and parameter equals a 6-step run's (its step-4
   evaluation is one of that run's, eval_every=2)."""
   env, params, mc, base = setup
-  run = lambda config, wd, **kw: loop.train_and_evaluate(
+  run = lambda config, wd, **kw: _train_and_evaluate(
       config, mc, env, params, base, _problems(env, params), str(wd), SETTINGS,
-      progress=False, config_record={"train": dataclasses.asdict(config)}, **kw)
+      config_record={"train": dataclasses.asdict(config)}, **kw)
   run(RESUME, tmp_path / "full")
   short = dataclasses.replace(RESUME, num_steps=4)
   run(short, tmp_path / "extended")
@@ -701,8 +713,8 @@ def test_a_run_without_the_start_evaluation(setup, tmp_path):
   """eval_at_start=False skips only the step-0 evaluation; training is unchanged."""
   env, params, mc, base = setup
   settings = dataclasses.replace(SETTINGS, eval_at_start=False, eval_every=0)
-  loop.train_and_evaluate(RESUME, mc, env, params, base, _problems(env, params),
-                          str(tmp_path / "run"), settings, progress=False)
+  _train_and_evaluate(RESUME, mc, env, params, base, _problems(env, params),
+                      str(tmp_path / "run"), settings)
   assert [r["step"] for r in _records(tmp_path / "run" / "eval.jsonl")] == [6]
   assert [r["step"] for r in _records(tmp_path / "run" / "train.jsonl")] == [1, 2, 3, 4, 5, 6]
 
@@ -720,9 +732,8 @@ def test_resume_between_checkpoints_matches_uninterrupted_run(setup, tmp_path, m
   equals an uninterrupted run's (Poly-PPO: the value head and its optimiser too)."""
   env, params, mc, base = setup
   config = dataclasses.replace(RESUME, estimator=estimator)
-  run = lambda wd, **kw: loop.train_and_evaluate(
-      config, mc, env, params, base, _problems(env, params), str(wd), SETTINGS,
-      progress=False, **kw)
+  run = lambda wd, **kw: _train_and_evaluate(
+      config, mc, env, params, base, _problems(env, params), str(wd), SETTINGS, **kw)
   run(tmp_path / "full")
 
   write = writers.MetricWriter.write
@@ -769,9 +780,9 @@ def test_a_run_torn_anywhere_resumes_to_the_uninterrupted_run(setup, tmp_path):
   the uninterrupted run's."""
   import shutil  # pylint: disable=g-import-not-at-top
   env, params, mc, base = setup
-  run = lambda wd, **kw: loop.train_and_evaluate(
+  run = lambda wd, **kw: _train_and_evaluate(
       RESUME, mc, env, params, base, _problems(env, params), str(wd), SETTINGS,
-      progress=False, config_record={"train": dataclasses.asdict(RESUME)}, **kw)
+      config_record={"train": dataclasses.asdict(RESUME)}, **kw)
   full = tmp_path / "full"
   run(full)
   latest = full / "checkpoints" / "6"
@@ -804,9 +815,8 @@ def test_a_run_torn_anywhere_resumes_to_the_uninterrupted_run(setup, tmp_path):
 def test_resume_without_a_checkpoint_says_so_and_starts_afresh(setup, tmp_path):
   env, params, mc, base = setup
   config = dataclasses.replace(RESUME, num_steps=2)
-  run = lambda wd, **kw: loop.train_and_evaluate(
-      config, mc, env, params, base, _problems(env, params), str(wd), SETTINGS,
-      progress=False, **kw)
+  run = lambda wd, **kw: _train_and_evaluate(
+      config, mc, env, params, base, _problems(env, params), str(wd), SETTINGS, **kw)
   with pytest.warns(writers.RecoveryWarning, match="no checkpoint to resume from"):
     run(tmp_path / "new", resume=True)
   run(tmp_path / "full")
@@ -817,9 +827,8 @@ def test_resume_without_a_checkpoint_says_so_and_starts_afresh(setup, tmp_path):
 @pytest.mark.slow
 def test_a_run_whose_every_checkpoint_is_damaged_is_refused_and_kept(setup, tmp_path):
   env, params, mc, base = setup
-  run = lambda wd, **kw: loop.train_and_evaluate(
-      RESUME, mc, env, params, base, _problems(env, params), str(wd), SETTINGS,
-      progress=False, **kw)
+  run = lambda wd, **kw: _train_and_evaluate(
+      RESUME, mc, env, params, base, _problems(env, params), str(wd), SETTINGS, **kw)
   run(tmp_path / "run")
   for step in ("4", "6"):
     for d, _, fs in os.walk(tmp_path / "run" / "checkpoints" / step):

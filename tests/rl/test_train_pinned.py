@@ -3,13 +3,14 @@ before `polyepo.estimators` replaced the estimator branches of `make_train`.
 
 A regression pin, not a correctness test (correctness is tested against hand-worked
 values, brute force and learning in the other tests): it fails if a refactor moves
-any number of a run. `tests/data/train_pinned.json` was written by
-`PYTHONPATH=.:tests/helpers python tests/rl/test_train_pinned.py` on release a2a3442, before the registry,
-except "poly_ppo_multiplication", pinned again on 432bf58 under `DigitParity`'s reward: under
-the exact reward the untrained model earned nothing, so every pinned number was 0 and no
-change to the estimator could move it (`PYTHONPATH=.:tests/helpers python tests/rl/test_train_pinned.py
-poly_ppo_multiplication` rewrites one entry). The tolerance allows float rounding between
-CPUs, nothing more.
+any number of a run. `tests/pins/train_pinned.json` holds each run's numbers as the
+estimator branches of `make_train` produced them, before the registry existed, except
+"poly_ppo_multiplication", recorded later under `DigitParity`'s reward: under the exact
+reward the untrained model earned nothing, so every pinned number was 0 and no change to
+the estimator could move it. `PYTHONPATH=.:tests/helpers python tests/rl/test_train_pinned.py`
+rewrites every entry from the current code, and with run names (e.g.
+`poly_ppo_multiplication`) only those; do it only for a change meant to move the numbers.
+The tolerance allows float rounding between CPUs, nothing more.
 """
 
 import dataclasses

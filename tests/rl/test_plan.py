@@ -1,0 +1,93 @@
+"""The run plan (`polyepo.rl.plan`): every check before any work and before any file."""
+
+import dataclasses
+import os
+
+import pytest
+
+import toy_env
+from polyepo.rl import plan, train
+
+TINY = train.TrainConfig(prompts_per_step=2, samples_per_prompt=4, set_size=2, num_steps=4,
+                         steps_per_chunk=2, num_minibatches=1)
+
+
+class _NoStepBoundaries(toy_env.ChoiceEnv):
+  has_step_boundaries = False
+
+
+def _plan(workdir, config=TINY, settings=plan.RunSettings(eval_every=2, checkpoint_every=2),
+          env=None, **kwargs):
+  """plan.make with loaders that record whether they ran."""
+  loaded = []
+  env = env or toy_env.ChoiceEnv()
+  run = plan.make(config, settings, env, env.default_params(), str(workdir),
+                  load_base=lambda: loaded.append("base") or ("model config", "params"),
+                  load_problems=lambda: loaded.append("problems") or {"test": "problems"},
+                  **kwargs)
+  return run, loaded
+
+
+def _files(path):
+  return sorted(os.path.relpath(os.path.join(d, f), path)
+                for d, _, names in os.walk(path) for f in names) if os.path.exists(path) else None
+
+
+def _existing_run(tmp_path):
+  workdir = tmp_path / "run"
+  workdir.mkdir()
+  (workdir / "train.jsonl").write_text('{"step": 1}\n')
+  return workdir
+
+
+@pytest.mark.parametrize("case,match", [
+    ("eval_every", "eval_every=3 must be a non-negative multiple of steps_per_chunk=2"),
+    ("checkpoint_every", "checkpoint_every=1 must be a non-negative multiple"),
+    ("env", "estimator='set_rl_windowed' needs an env with step_boundaries"),
+    ("exists", "already exists. Pass --resume"),
+    ("resume_and_overwrite", "Pass at most one of --resume and --overwrite."),
+    ("resume_what_is_not_a_run", "is not a run directory"),
+])
+def test_each_check_raises_before_anything_is_loaded_or_written(case, match, tmp_path):
+  workdir, kwargs = tmp_path / "run", {}
+  if case == "eval_every":
+    kwargs["settings"] = plan.RunSettings(eval_every=3, checkpoint_every=2)
+  elif case == "checkpoint_every":
+    kwargs["settings"] = plan.RunSettings(eval_every=2, checkpoint_every=1)
+  elif case == "env":
+    kwargs.update(config=dataclasses.replace(TINY, estimator="set_rl_windowed"),
+                  env=_NoStepBoundaries())
+  elif case == "exists":
+    workdir = _existing_run(tmp_path)
+  elif case == "resume_and_overwrite":
+    workdir = _existing_run(tmp_path)
+    kwargs.update(resume=True, overwrite=True)
+  else:
+    workdir.mkdir()
+    (workdir / "notes.txt").write_text("mine")
+    kwargs["resume"] = True
+  before = _files(workdir)
+  loaded = []
+  with pytest.raises((ValueError, FileExistsError), match=match):
+    _, loaded = _plan(workdir, **kwargs)
+  assert loaded == []
+  assert _files(workdir) == before   # None: the directory was never created
+
+
+def test_a_plan_is_frozen_and_loads_after_its_checks(tmp_path):
+  run, loaded = _plan(tmp_path / "run", record={"name": "x"})
+  assert loaded == ["base", "problems"]
+  assert (run.model_config, run.base_params, run.eval_problems) == (
+      "model config", "params", {"test": "problems"})
+  assert run.record == {"name": "x"} and not run.resume and not run.overwrite
+  with pytest.raises(dataclasses.FrozenInstanceError):
+    run.workdir = "elsewhere"
+  assert not (tmp_path / "run").exists()   # the loop creates it, not the plan
+
+
+def test_an_existing_run_may_be_resumed_or_overwritten(tmp_path):
+  workdir = _existing_run(tmp_path)
+  for flag in ("resume", "overwrite"):
+    run, _ = _plan(workdir, **{flag: True})
+    assert getattr(run, flag)
+  assert _files(workdir) == ["train.jsonl"]
