@@ -59,7 +59,7 @@ def phases(domain: str, repeats: int, ops: bool = False, matmul_dtype: str = "fl
   one minibatch's update timed whole and by XLA operation); the domain's default
   model with `matmul_dtype` (model.MATMUL_DTYPES)."""
   config = poly_epo.get_config(f"domain={domain}")
-  train_config, _ = build.rl_settings(config)
+  train_config = build.rl_settings(config).train
   train_config = dataclasses.replace(train_config, steps_per_chunk=1)
   env, env_params = envs.make(domain)
   model_config = dataclasses.replace(pretrain.model_config_for(env), matmul_dtype=matmul_dtype)

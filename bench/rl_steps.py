@@ -28,7 +28,7 @@ MAIN_JOB = sweep.RunSpec("main job", "configs/poly_epo.py", "domain=multiplicati
 
 def seconds_per_step(config, chunks: int) -> float:
   """Median seconds per step of `chunks` compiled chunks (after a warm-up chunk)."""
-  train_config, settings = build.rl_settings(config)
+  train_config, settings, _, _ = build.rl_settings(config)
   env, base_model_config, params, _ = build.base_model(build.base_config(config), progress=False)
   model_config = build.policy_model_config(config, base_model_config)
   init, run_chunk = train.make_train(train_config, model_config, env, env.default_params(),

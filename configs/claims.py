@@ -6,14 +6,14 @@ claim names its rows, split, metric (with k), relation and margin, and the paper
 wording it tests (`source`; "Set RL note" there is Ibn Hamid et al., *Set Reinforcement
 Learning: Principles and Approaches*, docs/method.md#references); the papers' claims
 come first, where they have one.
-`experiments.claims` judges them, `python -m experiments.report` prints every verdict
+`experiments.analysis.claims` judges them, `python -m experiments.report` prints every verdict
 with its interval, and summary.json records each claim's definition beside its
 verdict.
 
 **Changing a claim.** A claim may be changed freely until a result has judged it.
 After that, a change keeps the claim's `id` and adds a `Change` naming the commit
 of the result that was seen and the definition before it; the report marks the
-claim, and `tests/experiments/test_claims.py` fails for a claim whose definition differs from
+claim, and `tests/experiments/analysis/test_claims.py` fails for a claim whose definition differs from
 the one recorded in `results/final/summary.json` without such a `Change`.
 
 **The rule** (`RULE`): every claim of a domain is judged on the intervals it rests
@@ -67,10 +67,10 @@ class Claim:
       reaches `amplification` x its base share under a and not under b; one
       verdict per strategy), "lambda" (at every λ of `RULE["lambdas"]`, a is
       ahead of reward shaping on pass@1 or on distinct correct).
-    a, b: row labels (`experiments.algorithms`).
+    a, b: row labels (`experiments.analysis.algorithms`).
     split: "validation", "test" or "ood".
-    metric: "pass@k", "distinct_correct", ... (`experiments.records.per_problem`).
-    relation: ">", ">=", "<" or "within" (`experiments.stats.RELATIONS`).
+    metric: "pass@k", "distinct_correct", ... (`experiments.analysis.records.per_problem`).
+    relation: ">", ">=", "<" or "within" (`experiments.analysis.stats.RELATIONS`).
     margin: m.
     amplification: for kind "amplified".
     changes: the changes made after a result judged it, oldest first.
@@ -122,7 +122,7 @@ TUNING = dict(
            "config's; the λ claim sweeps RULE['lambdas'] at the chosen learning rate)",
 )
 """configs/sweeps/tuning.py runs it (grid, seeds, steps, the extension), and
-experiments.records.CRITERION is its split and criterion."""
+experiments.analysis.records.CRITERION is its split and criterion."""
 
 PASS_KS = (8, 16, 32, 64)
 """Every k the pass@k claims are judged at: 8 to 64, each its own claim."""

@@ -19,7 +19,7 @@ import dataclasses
 import glob
 import json
 import os
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 from flax import traverse_util
 import jax
@@ -28,13 +28,13 @@ import ml_collections
 import envs
 from configs import pretrain as pretrain_configs
 from envs import datasets
-from experiments import algorithms
+from experiments.analysis import algorithms
 from polyepo import checks, parallel
 from polyepo.evaluation import evaluate, forced, splits
 from polyepo.io import checkpoint
 from polyepo.policy import model
 from polyepo.pretraining import pretrain
-from polyepo.rl import loop, plan, train
+from polyepo.rl import plan, train
 
 
 def default_workdir(config) -> str:
@@ -49,22 +49,29 @@ def base_config(config) -> ml_collections.ConfigDict:
       config.base.to_dict(), **{name: config[name] for name in pretrain_configs.DOMAIN_FIELDS}))
 
 
-def rl_settings(config):
-  """Unpacks an RL ConfigDict into (TrainConfig, RunSettings), checking what
-  only the config can say.
+class Settings(NamedTuple):
+  """An RL config unpacked: its dataclasses and its env."""
+  train: train.TrainConfig
+  run: plan.RunSettings
+  env: Any
+  env_params: Any
 
-  TrainConfig and RunSettings check their own fields at construction; this
-  checks the matmul dtype, the resources a sweep asks of Ray, the base model's
-  pretraining config (`base_config`, whose errors start with "base: ") and an
-  explicit base checkpoint's config.json against `config.base.model`
-  (`pretrain.check_checkpoint`). How they fit each other and the env is
-  `plan.validate`'s.
+
+def rl_settings(config) -> Settings:
+  """Unpacks an RL ConfigDict into its Settings, checking what only the config can say.
+
+  TrainConfig and RunSettings check their own fields at construction, and
+  `envs.make` the env's kwargs; this checks the matmul dtype, the resources a
+  sweep asks of Ray, the base model's pretraining config (`base_config`, whose
+  errors start with "base: ") and an explicit base checkpoint's config.json
+  against `config.base.model` (`pretrain.check_checkpoint`). How they fit each
+  other is `plan.validate`'s.
   """
   train_config = train.TrainConfig(**config.train.to_dict())
   run_settings = plan.RunSettings(**config.run.to_dict())
   checks.one_of("matmul_dtype", config.matmul_dtype, model.MATMUL_DTYPES)
   ray_resources(config)
-  env, _ = envs.make(config.domain, **config.env)
+  env, env_params = envs.make(config.domain, **config.env)
   try:
     pretrain_config(base_config(config), env.strategy_names)
   except ValueError as err:
@@ -72,15 +79,14 @@ def rl_settings(config):
   if config.base.checkpoint:
     pretrain.check_checkpoint(config.base.checkpoint,
                               pretrain.model_config_for(env, **config.base.model))
-  return train_config, run_settings
+  return Settings(train_config, run_settings, env, env_params)
 
 
 def check_config(config) -> None:
   """Every check of `rl_plan` that needs nothing but the config (a sweep checks
   each of its runs this way before it starts any)."""
-  train_config, run_settings = rl_settings(config)
-  env, _ = envs.make(config.domain, **config.env)
-  plan.validate(run_settings, train_config, env)
+  settings = rl_settings(config)
+  plan.validate(settings.run, settings.train, settings.env)
 
 
 def rl_plan(config, workdir: Optional[str] = None, *, resume: bool = False,
@@ -99,12 +105,10 @@ def rl_plan(config, workdir: Optional[str] = None, *, resume: bool = False,
     resume, overwrite: what to do with an existing run directory.
     progress: show the base model's pretraining progress, if it pretrains.
   """
-  train_config, settings = rl_settings(config)
-  mesh = parallel.make_mesh(settings.num_devices, train_config.prompts_per_step)
+  settings = rl_settings(config)
+  mesh = parallel.make_mesh(settings.run.num_devices, settings.train.prompts_per_step)
   workdir = workdir or default_workdir(config)
-  env, env_params = envs.make(config.domain, **config.env)
-  record = run_record(config, env)
-
+  record = run_record(config, settings.env)
   if resume:
     check_resumable(workdir, record)
 
@@ -113,8 +117,9 @@ def rl_plan(config, workdir: Optional[str] = None, *, resume: bool = False,
     print(f"base model: {describe_base_model(directory)}")
     return policy_model_config(config, model_config), params
 
-  return plan.make(train_config, settings, env, env_params, workdir, load_base=load_base,
-                   load_problems=lambda: eval_problems(config.domain, settings.eval_splits),
+  return plan.make(settings.train, settings.run, settings.env, settings.env_params, workdir,
+                   load_base=load_base,
+                   load_problems=lambda: eval_problems(config.domain, settings.run.eval_splits),
                    resume=resume, overwrite=overwrite, record=record, mesh=mesh)
 
 

@@ -4,7 +4,7 @@ r"""Tables, claims, summary.json and plots from sweep directories.
   python -m experiments.report runs/sweeps/headline runs/sweeps/shaping_lambda --out=results
 
 Reads every run under SWEEP_DIR/runs/ (config.json, eval.jsonl, train.jsonl;
-`experiments.records`) and writes to --out (default SWEEP_DIR/report):
+`experiments.analysis.records`) and writes to --out (default SWEEP_DIR/report):
 
   report.md             per domain: a table per split evaluated (`validation`,
                         `test`, `ood`; Base, GRPO, reward shaping, Poly-EPO and any
@@ -12,18 +12,18 @@ Reads every run under SWEEP_DIR/runs/ (config.json, eval.jsonl, train.jsonl;
                         interval]), the strategies' table, the step each strategy
                         is discovered at, each row's pass@1 difference to GRPO
                         split into strategy choice and execution
-                        (`experiments.tables`); the papers' claims checked, the
+                        (`experiments.analysis.tables`); the papers' claims checked, the
                         same claims for Poly-PPO against PPO, and reward shaping
-                        at every λ swept against Poly-EPO (`experiments.claims`);
+                        at every λ swept against Poly-EPO (`experiments.analysis.claims`);
                         the strategy mixture each row's objective would choose
                         given forced accuracies, and what it predicts
-                        (`experiments.optimum`); the critics' explained
+                        (`experiments.analysis.optimum`); the critics' explained
                         variance beside the most any critic could explain
-                        (`experiments.critics`);
+                        (`experiments.analysis.critics`);
                         then each sweep's command, commit, machine and wall time
-                        (`experiments.archive`).
+                        (`experiments.analysis.archive`).
   summary.json          the same numbers and every claim's verdict with the paired
-                        interval it rests on, byte-stable (`experiments.summary`).
+                        interval it rests on, byte-stable (`experiments.analysis.summary`).
   pass_at_k.png         pass@k against k, per domain and split.
   training.png          test pass@1, test pass@32 and ood pass@32 along training.
   distinct_correct.png  distinct correct strategies per prompt along training.
@@ -43,7 +43,7 @@ Reads every run under SWEEP_DIR/runs/ (config.json, eval.jsonl, train.jsonl;
                         groups (when recorded; 0 for GRPO).
   shaping_lambda.png    reward shaping's final test pass@1 and distinct correct
                         against λ, Poly-EPO as a band (when λ was swept).
-                        (The plots are drawn by `experiments.plots`.)
+                        (The plots are drawn by `experiments.analysis.plots`.)
   <sweep name>/         with --archive: the run records (no checkpoints), itself a
                         sweep directory: `python -m experiments.report OUT/<sweep name>`
                         regenerates the same report.md and summary.json, byte for byte.
@@ -54,7 +54,7 @@ settings there the one with the best final `validation` pass@1
 (`records.select_rows`); a later SWEEP_DIR's runs of it (the λ sweep) only add
 points to the plots. The outputs depend only on the run records, so rerunning the
 report reproduces them. How the intervals are drawn and the claims judged:
-`experiments.claims` and `experiments.stats`.
+`experiments.analysis.claims` and `experiments.analysis.stats`.
 
 Records written before the per-problem values existed are refused with a message
 naming the missing key. Such a mistake (and a missing sweep directory) is one
@@ -67,14 +67,15 @@ from typing import List, Sequence
 
 from absl import app, flags
 
-from experiments import cli, critics, optimum, stats
-from experiments.archive import archive_sweeps, sweep_info, unfinished
-from experiments import claims as claims_lib
-from experiments.records import (DISCOVERY_SHARE, DOMAIN_TITLES, RARE_SHARE, RunRecord,
+from experiments import cli
+from experiments.analysis import critics, optimum, stats
+from experiments.analysis.archive import archive_sweeps, sweep_info, unfinished
+from experiments.analysis import claims as claims_lib
+from experiments.analysis.records import (DISCOVERY_SHARE, DOMAIN_TITLES, RARE_SHARE, RunRecord,
                                  is_complete, load_runs, rare_strategies, require_per_problem,
                                  select_rows, strategy_families)
-from experiments.summary import summary_json
-from experiments.tables import (SATURATED_NOTE, discovery_table, domain_table,
+from experiments.analysis.summary import summary_json
+from experiments.analysis.tables import (SATURATED_NOTE, discovery_table, domain_table,
                                 pass_at_1_sources, strategy_table, summary_table)
 from polyepo.evaluation import splits
 
@@ -202,7 +203,7 @@ def write_report(sweep_dirs: Sequence[str], out: str, plots: bool = True,
   if plots:
     import matplotlib  # pylint: disable=g-import-not-at-top
     matplotlib.use("Agg")
-    from experiments import plots as plots_lib  # pylint: disable=g-import-not-at-top
+    from experiments.analysis import plots as plots_lib  # pylint: disable=g-import-not-at-top
     domains = sorted({r.domain for r in runs if is_complete(r)})
     for name, plot in (("pass_at_k.png", plots_lib.plot_pass_at_k),
                        ("training.png", plots_lib.plot_training),

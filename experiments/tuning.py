@@ -6,7 +6,7 @@ r"""Each algorithm's setting, chosen from its tuning runs on `validation` only.
 
 Reads every run under the sweep directories (configs/sweeps/tuning.py makes
 them), groups them by domain and algorithm, and picks each group's setting by the
-registered criterion (`experiments.records.CRITERION`, from configs/claims.TUNING:
+registered criterion (`experiments.analysis.records.CRITERION`, from configs/claims.TUNING:
 the final evaluation's `validation` pass@1, mean over seeds and problems; ties:
 the smaller learning rate). Tuning runs evaluate `validation` only
 (`run.eval_splits`), so `test` and `ood` cannot choose anything. Writes to --out:
@@ -37,8 +37,9 @@ from typing import Any, Dict, List, Optional, Sequence
 from absl import app, flags
 
 from configs.sweeps import tuning as tuning_sweep
-from experiments import algorithms, cli, records, tables
-from experiments.archive import archive_sweeps, sweep_info, unfinished
+from experiments import cli
+from experiments.analysis import algorithms, records, tables
+from experiments.analysis.archive import archive_sweeps, sweep_info, unfinished
 
 # experiments.report defines --out and --archive too; allow_override lets one
 # process (the tests) import both modules. A FlagHolder reads its flag by name, so
@@ -81,7 +82,7 @@ def chosen(runs: Sequence[records.RunRecord], pending: Sequence[Dict[str, Any]] 
     out[domain] = {}
     for label, group in by_label.items():
       if label not in algorithms.BY_LABEL:
-        raise ValueError(f"algorithm {label!r} is not in experiments.algorithms.ALGORITHMS "
+        raise ValueError(f"algorithm {label!r} is not in experiments.analysis.algorithms.ALGORITHMS "
                          f"({', '.join(algorithms.ORDER)}).")
       best = records.choose(group)
       entry = {"config_file": algorithms.BY_LABEL[label].config,

@@ -13,7 +13,7 @@ on one budget (the base model's step-0 evaluation is the final sweep's; report
 the two sweeps together, the final sweep first). The report's reward-shaping row
 stays the final sweep's run, at its config's λ: these runs only add points
 to the λ plot, so reward shaping gets no more selection than the other algorithms
-(experiments.records.select_rows). With chosen= (empty): every λ
+(experiments.analysis.records.select_rows). With chosen= (empty): every λ
 at the config's defaults and the headline's settings.
 
 Config string: domains=all|multiplication|polynomial_roots,

@@ -4,7 +4,7 @@ Follows the tuning rule registered in configs/claims.py (`TUNING`) before any
 tuning run: every algorithm the claims compare (`ALGORITHMS`) trains at each of
 the same learning rates, with the same seeds and steps, every other field at its
 config file's default; `python -m experiments.tuning` chooses each one's
-learning rate by the best final `validation` pass@1 (`experiments.records.CRITERION`)
+learning rate by the best final `validation` pass@1 (`experiments.analysis.records.CRITERION`)
 and shows distinct correct beside it. A choice at the edge of its algorithm's grid
 is extended on that side, one step (× or ÷ `TUNING["extend_factor"]`) per round,
 until every choice is inside its grid:
@@ -38,7 +38,7 @@ from typing import Dict, List, Optional, Tuple
 
 from configs import choices, claims
 from configs.sweeps import headline
-from experiments import algorithms
+from experiments.analysis import algorithms
 
 TUNING = claims.TUNING
 ALGORITHMS = tuple(a for a in algorithms.ALGORITHMS if a.label in claims.rows() and a.config)

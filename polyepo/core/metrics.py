@@ -43,10 +43,15 @@ def distinct_strategies(labels: jax.Array) -> jax.Array:
   return objectives.num_distinct_strategies(labels)
 
 
+def correct_labels(rewards: jax.Array, labels: jax.Array) -> jax.Array:
+  """Each label where its generation has reward > 0, DEGENERATE elsewhere (any shape)."""
+  return jnp.where(rewards > 0, labels, DEGENERATE)
+
+
 def distinct_correct_strategies(rewards: jax.Array, labels: jax.Array) -> jax.Array:
   """Distinct non-degenerate strategies among generations with reward > 0."""
   checks.per_generation(rewards, labels)
-  return objectives.num_distinct_strategies(jnp.where(rewards > 0, labels, DEGENERATE))
+  return objectives.num_distinct_strategies(correct_labels(rewards, labels))
 
 
 def decoy_mass(rewards: jax.Array, labels: jax.Array) -> jax.Array:
@@ -179,3 +184,45 @@ def family_labels(labels, strategy_families) -> jnp.ndarray:
   family_of = jnp.asarray([names.index(f) for f in strategy_families], jnp.int32)
   labels = jnp.asarray(labels)
   return jnp.where(labels == DEGENERATE, DEGENERATE, family_of[jnp.maximum(labels, 0)])
+
+
+def rollout_metrics(rewards: jax.Array, labels: jax.Array, logprobs: jax.Array,
+                    mask: jax.Array, strategy_families) -> dict:
+  """What a train step logs of its rollouts: B prompts' groups of N.
+
+  Args:
+    rewards: f32[B, N]; labels: i32[B, N] (DEGENERATE for none).
+    logprobs: f32[B * N, T], the sampled tokens' log-probs; mask: bool[B * N, T].
+    strategy_families: the family of each of the K strategies (static).
+
+  Returns:
+    {name: f32[]} means over the step (reward, pass_at_1, pass_at_n,
+    distinct_strategies, distinct_correct_strategies, distinct_correct_families,
+    decoy_mass, entropy, response_length) and the shares strategy_share
+    f32[K + 1] (the last entry: DEGENERATE) and correct_strategy_share f32[K].
+  """
+  B, N = rewards.shape
+  num_strategies = len(strategy_families)
+  counts = jax.vmap(lambda l: strategy_counts(l, num_strategies))(labels)
+  correct_counts = jax.vmap(lambda l: strategy_counts(l, num_strategies))(
+      correct_labels(rewards, labels))
+  family = family_labels(labels, strategy_families)
+  return dict(
+      reward=jnp.mean(rewards),
+      pass_at_1=jnp.mean(rewards > 0),
+      pass_at_n=jnp.mean(jnp.any(rewards > 0, axis=1)),
+      distinct_strategies=jnp.mean(jax.vmap(distinct_strategies)(labels)),
+      distinct_correct_strategies=jnp.mean(
+          jax.vmap(distinct_correct_strategies)(rewards, labels)),
+      distinct_correct_families=jnp.mean(
+          jax.vmap(distinct_correct_strategies)(rewards, family)),
+      strategy_share=jnp.sum(counts, 0) / (B * N),
+      # Share of rollouts that are correct and follow each strategy (the last
+      # entry, correct DEGENERATE responses, is left out: it is no strategy).
+      correct_strategy_share=jnp.sum(correct_counts, 0)[:num_strategies] / (B * N),
+      decoy_mass=jnp.mean(jax.vmap(decoy_mass)(rewards, labels)),
+      # Mean -log p of the sampled tokens: an unbiased estimate of the per-token
+      # entropy of the sampling distribution.
+      entropy=-jnp.sum(logprobs) / jnp.maximum(jnp.sum(mask), 1),
+      response_length=jnp.mean(jnp.sum(mask, -1)),
+  )

@@ -68,7 +68,7 @@ def polychromic_correct_only(rewards, labels, answers=None) -> jax.Array:
   """The polychromic objective with diversity counted over correct members only.
 
   A member with reward <= 0 is treated as DEGENERATE for diversity. This is the
-  "correct-only diversity" ablation (`experiments.algorithms`, claim
+  "correct-only diversity" ablation (`experiments.analysis.algorithms`, claim
   `incorrect_samples_explore` in `configs/claims.py`): does counting incorrect members
   keep more strategies?
   """

@@ -25,7 +25,6 @@ import optax
 from polyepo import accumulation, checks, parallel
 from polyepo.core import losses, metrics
 from polyepo.core import gae as gae_lib
-from polyepo.env_api import DEGENERATE
 from polyepo.evaluation import splits
 from polyepo.policy import sampling
 from polyepo.policy import model as model_lib
@@ -263,7 +262,6 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
                                                          groups_per_minibatch, M)
   loss_config = losses.PGLossConfig(config.eps_low, config.eps_high, config.aggregation,
                                     config.kl_coef)
-  num_strategies = len(env.strategy_names)
 
   def init(params, key):
     """A state whose policy starts from `params` (the base model); key: u32[2]."""
@@ -369,31 +367,11 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
         epoch, (state.params, state.opt_state), jax.random.split(shuffle_key, config.num_epochs))
     loss_metrics = jax.tree.map(jnp.mean, loss_metrics)
 
-    counts = jax.vmap(lambda l: metrics.strategy_counts(l, num_strategies))(label)
-    correct_label = jnp.where(reward > 0, label, DEGENERATE)
-    correct_counts = jax.vmap(lambda l: metrics.strategy_counts(l, num_strategies))(correct_label)
-    family = metrics.family_labels(label, env.strategy_families)
     step_metrics = dict(
         loss_metrics,
-        reward=jnp.mean(reward),
-        pass_at_1=jnp.mean(reward > 0),
-        pass_at_n=jnp.mean(jnp.any(reward > 0, axis=1)),
-        distinct_strategies=jnp.mean(jax.vmap(metrics.distinct_strategies)(label)),
-        distinct_correct_strategies=jnp.mean(
-            jax.vmap(metrics.distinct_correct_strategies)(reward, label)),
-        distinct_correct_families=jnp.mean(
-            jax.vmap(metrics.distinct_correct_strategies)(reward, family)),
-        strategy_share=jnp.sum(counts, 0) / (B * N),
-        # Share of rollouts that are correct and follow each strategy (the last
-        # entry, correct DEGENERATE responses, is left out: it is no strategy).
-        correct_strategy_share=jnp.sum(correct_counts, 0)[:num_strategies] / (B * N),
-        decoy_mass=jnp.mean(jax.vmap(metrics.decoy_mass)(reward, label)),
-        # Mean -log p of the sampled tokens: an unbiased estimate of the per-token
-        # entropy of the sampling distribution.
-        entropy=-jnp.sum(rollout.logprobs) / jnp.maximum(jnp.sum(rollout.mask), 1),
-        response_length=jnp.mean(jnp.sum(rollout.mask, -1)),
-        **extra_metrics,
-    )
+        **metrics.rollout_metrics(reward, label, rollout.logprobs, rollout.mask,
+                                  env.strategy_families),
+        **extra_metrics)
     if config.kl_coef:
       step_metrics["kl_to_base"] = losses.aggregate(
           losses.kl_k3(batch["old_logp"], batch["ref_logp"]), batch["loss_mask"], "token_mean")

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import brute
+from polyepo import DEGENERATE
 from polyepo.core import metrics
 from polyepo.core import advantages as adv
 
@@ -135,3 +136,27 @@ def test_advantage_alignment_by_hand():
       "correct_pushed_down": 0.0, "incorrect_pushed_up": 0.0, "all_correct_advantage": 0.0}
   with pytest.raises(ValueError, match="rewards and advantages must have the same shape"):
     metrics.advantage_alignment(rewards, advantages[:, :3])
+
+
+def test_rollout_metrics_by_hand():
+  """Two prompts of three responses, two strategies in one family plus another:
+  every logged mean and share worked out by hand."""
+  D = DEGENERATE
+  rewards = jnp.array([[1.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+  labels = jnp.array([[0, 1, 0], [2, D, 2]])
+  logprobs = jnp.array([[-1.0, -1.0, 0.0], [-2.0, 0.0, 0.0], [-0.5, -0.5, -1.0],
+                        [-1.0, 0.0, 0.0], [-3.0, 0.0, 0.0], [-1.0, -1.0, 0.0]])
+  mask = logprobs != 0.0
+  m = metrics.rollout_metrics(rewards, labels, logprobs, mask, ("long", "long", "other"))
+  assert float(m["reward"]) == pytest.approx(2 / 6)
+  assert float(m["pass_at_1"]) == pytest.approx(2 / 6)
+  assert float(m["pass_at_n"]) == pytest.approx(1 / 2)            # the second prompt: none
+  assert float(m["distinct_strategies"]) == pytest.approx((2 + 1) / 2)
+  assert float(m["distinct_correct_strategies"]) == pytest.approx((1 + 0) / 2)
+  assert float(m["distinct_correct_families"]) == pytest.approx((1 + 0) / 2)
+  np.testing.assert_allclose(m["strategy_share"], [2 / 6, 1 / 6, 2 / 6, 1 / 6])
+  np.testing.assert_allclose(m["correct_strategy_share"], [2 / 6, 0, 0])
+  # decoys: strategy 1 in the first group (no correct response), both 2s in the second
+  assert float(m["decoy_mass"]) == pytest.approx((1 / 3 + 2 / 3) / 2)
+  assert float(m["entropy"]) == pytest.approx(12.0 / 10)         # -sum / 10 tokens
+  assert float(m["response_length"]) == pytest.approx(10 / 6)

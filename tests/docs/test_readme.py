@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from experiments import algorithms, records
+from experiments.analysis import algorithms, records
 from sweep_dirs import ROOT
 
 NUMBER = re.compile(r"[−+-]?\d+\.\d+")

@@ -108,3 +108,62 @@ def test_a_run_started_with_the_old_layout_resumes(tmp_path):
   (tmp_path / "config.json").write_text(json.dumps(started, default=str))
   with pytest.raises(ValueError, match="base.domain 'polynomial_roots' -> unset"):
     build.check_resumable(str(tmp_path), config.to_dict())
+
+
+def test_resuming_under_another_config_is_refused(tmp_path):
+  """A run resumes only under the config it started with, apart from how it is
+  computed (seed batches, micro-batches, devices), where the base model is
+  cached, more steps (it is extended) and fields added since at their defaults;
+  every changed field is named with both values."""
+  started = {"train": {"learning_rate": 3e-5, "microbatch_rows": 32, "set_size": 4},
+             "run": {"seed_batch_size": 0, "eval_splits": ("test", "ood")},
+             "base": {"pretrain": {"preference_steps": 150, "microbatch_rows": 32},
+                      "cache_dir": ""}, "splits": splits.SCHEME}
+  (tmp_path / "config.json").write_text(json.dumps(started))
+  build.check_resumable(str(tmp_path), started)  # the same config (tuples as saved lists)
+  # The split scheme is today's whatever the record says: a run started before it
+  # trained on other problems.
+  build.check_resumable(str(tmp_path), {k: v for k, v in started.items() if k != "splits"})
+  before = tmp_path / "before"
+  before.mkdir()
+  (before / "config.json").write_text(json.dumps(
+      {k: v for k, v in started.items() if k != "splits"}))
+  with pytest.raises(ValueError, match=r"another config: splits unset -> 'exercise'"):
+    build.check_resumable(str(before), started)
+  compute = {"train": {**started["train"], "microbatch_rows": 0},
+             "run": {**started["run"], "seed_batch_size": 1},
+             "base": {"pretrain": {"preference_steps": 150, "microbatch_rows": 16},
+                      "cache_dir": "/elsewhere"}}
+  build.check_resumable(str(tmp_path), compute)
+  science = {**started, "train": {**started["train"], "learning_rate": 1e-4},
+             "base": {**started["base"], "pretrain": {"preference_steps": 900,
+                                                      "microbatch_rows": 32}}}
+  with pytest.raises(ValueError, match=r"another config: base.pretrain.preference_steps 150 "
+                                       r"-> 900; train.learning_rate 3e-05 -> 0.0001\. .*"
+                                       r"--overwrite"):
+    build.check_resumable(str(tmp_path), science)
+  added = {**started, "train": {**started["train"], "lam": 0.3}}
+  with pytest.raises(ValueError, match=r"train.lam unset -> 0.3"):
+    build.check_resumable(str(tmp_path), added)
+  # A TrainConfig field added since the run started, at its default, changes nothing.
+  build.check_resumable(str(tmp_path), {**started, "train": {**started["train"],
+                                                             "value_model": "head"}})
+  with pytest.raises(ValueError, match=r"train.value_model unset -> 'trunk'"):
+    build.check_resumable(str(tmp_path), {**started, "train": {**started["train"],
+                                                               "value_model": "trunk"}})
+  # So does a RunSettings field; one away from its default is a change.
+  build.check_resumable(str(tmp_path), {**started, "run": {**started["run"],
+                                                           "eval_forced_samples": 8}})
+  with pytest.raises(ValueError, match=r"run.eval_forced_samples unset -> 3"):
+    build.check_resumable(str(tmp_path), {**started, "run": {**started["run"],
+                                                             "eval_forced_samples": 3}})
+  # How evaluation is batched, and what a run asks of Ray, change nothing computed.
+  build.check_resumable(str(tmp_path), {**started, "resources": {"num_gpus": 0.5},
+                                        "run": {**started["run"], "eval_seed_batch_size": 2,
+                                                "eval_problems_per_chunk": 4}})
+  steps = lambda n: {**started, "train": {**started["train"], "num_steps": n}}
+  (tmp_path / "config.json").write_text(json.dumps(steps(300)))
+  build.check_resumable(str(tmp_path), steps(600))  # a finished run is extended
+  with pytest.raises(ValueError, match=r"train.num_steps 300 -> 200\. .*may only grow"):
+    build.check_resumable(str(tmp_path), steps(200))
+  build.check_resumable(str(tmp_path / "fresh"), science)  # nothing started there

@@ -198,7 +198,7 @@ def test_poly_ppo_and_ppo_configs(size, states, vines, n):
   assert (t.estimator, t.objective) == ("poly_ppo", "polychromic")
   assert (t.num_vine_states, t.vine_samples, t.set_size, t.vine_window) == (states, vines, n, 2)
   assert (t.gamma, t.gae_lambda, t.value_clip, t.vine_selection) == (1.0, 0.95, 0.2, "uniform")
-  train.validate(build.rl_settings(config)[0])
+  train.validate(build.rl_settings(config).train)
   assert ppo.get_config(f"size={size}").train.estimator == "ppo"
 
 
@@ -245,7 +245,7 @@ def test_bad_config_strings(arg, match):
 
 
 def test_rl_settings_unpacks_the_dataclasses():
-  train_config, settings = build.rl_settings(poly_epo.get_config("size=smoke"))
+  train_config, settings, _, _ = build.rl_settings(poly_epo.get_config("size=smoke"))
   assert train_config == train.TrainConfig(
       **poly_epo.get_config("size=smoke").train.to_dict())
   assert settings.num_devices == 0 and settings.eval_num_samples == 4

@@ -7,7 +7,8 @@ import os
 import numpy as np
 import pytest
 
-from experiments import archive, records, report, stats
+from experiments import report
+from experiments.analysis import archive, records, stats
 from polyepo.evaluation import splits
 from sweep_dirs import ROOT, committed
 
@@ -85,7 +86,7 @@ def test_summary_json_holds_the_final_evaluations(tiny_sweep, tmp_path):
   assert list(summary) == [domain]
   assert set(summary[domain]) == {"base", "grpo", "reward_shaping", "claims",
                                   "claims_family", "predicted_optimum"}
-  assert list(summary[domain]["predicted_optimum"]) == ["grpo"]   # tests/experiments/test_optimum.py
+  assert list(summary[domain]["predicted_optimum"]) == ["grpo"]   # tests/experiments/analysis/test_optimum.py
   # Every registered claim is listed, as in report.md: without a Poly-EPO run not
   # evaluated, GRPO's not judged (the smoke runs are not the registered 300 steps).
   verdicts = {c["id"]: c["verdict"] for c in summary[domain]["claims"]}

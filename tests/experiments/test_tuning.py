@@ -1,6 +1,6 @@
-"""Choosing each algorithm's setting on `validation` (experiments.records, experiments.tuning)
+"""Choosing each algorithm's setting on `validation` (experiments.analysis.records, experiments.tuning)
 and the sweeps that tune and then train the choice (configs/sweeps/tuning.py, final.py),
-on constructed run records, with reward shaping across λ (the λ claim, experiments.claims);
+on constructed run records, with reward shaping across λ (the λ claim, experiments.analysis.claims);
 and the committed tuning regenerated from its archived sweeps."""
 
 import json
@@ -11,7 +11,8 @@ import pytest
 
 from configs import choices
 from configs.sweeps import tuning as tuning_sweep
-from experiments import algorithms, claims, records, report, sweep, tuning
+from experiments import report, sweep, tuning
+from experiments.analysis import algorithms, claims, records
 from polyepo.rl import train
 from sweep_dirs import ROOT, committed
 
@@ -168,7 +169,7 @@ def test_the_lambda_claim_judges_every_lambda_against_poly_epo():
 
 
 def test_the_lambda_plot_draws_only_the_domains_where_lambda_was_swept(tmp_path):
-  from experiments import plots
+  from experiments.analysis import plots
   import matplotlib.image
   poly = _tested(_run("p", "poly_epo", "set_rl", 1e-4, [8] * P), 10, 3)
   shaping = [_tested(_run(f"rs-{lam}", "reward_shaping", "reward_shaping", 1e-4, [9] * P,

@@ -91,3 +91,47 @@ def test_an_existing_run_may_be_resumed_or_overwritten(tmp_path):
     run, _ = _plan(workdir, **{flag: True})
     assert getattr(run, flag)
   assert _files(workdir) == ["train.jsonl"]
+
+
+@pytest.mark.parametrize("settings,config,match", [
+    (dict(eval_every=3), {}, "eval_every=3 must be a non-negative multiple of steps_per_chunk=2"),
+    (dict(checkpoint_every=3), {}, "checkpoint_every=3 must be a non-negative multiple"),
+    (dict(checkpoint_every=-2), {}, "checkpoint_every must be >= 0, got -2"),
+    ({}, dict(num_steps=5), "num_steps=5 must be a multiple of steps_per_chunk=2"),
+    (dict(num_seeds=0), {}, "num_seeds must be >= 1, got 0"),
+    (dict(num_seeds=2, seed_batch_size=3), {}, r"seed_batch_size=3 must be 0 .* or 1..num_seeds=2"),
+    (dict(num_seeds=2, seed_batch_size=-1), {}, r"seed_batch_size=-1 must be 0"),
+    (dict(eval_num_problems=0), {}, "eval_num_problems must be >= 1, got 0"),
+    (dict(eval_num_samples=0), {}, "eval_num_samples must be >= 1, got 0"),
+    (dict(eval_temperature=-1.0), {}, "eval_temperature must be >= 0, got -1.0"),
+    (dict(eval_problems_per_chunk=-1), {}, "eval_problems_per_chunk must be >= 0, got -1"),
+    (dict(num_seeds=2, eval_seed_batch_size=3), {},
+     r"eval_seed_batch_size=3 must be 0 .* or 1..num_seeds=2"),
+    (dict(num_devices=-1), {}, "num_devices must be >= 0, got -1"),
+    (dict(max_checkpoints=0), {}, "max_checkpoints must be >= 1, got 0"),
+])
+def test_run_settings_validation(settings, config, match):
+  with pytest.raises(ValueError, match=match):
+    plan.validate(plan.RunSettings(**settings), dataclasses.replace(TINY, **config),
+                  toy_env.ChoiceEnv())
+
+
+def test_the_default_run_settings_are_valid():
+  plan.validate(plan.RunSettings(), train.TrainConfig(), toy_env.ChoiceEnv())
+  train.validate(train.TrainConfig())
+
+
+def test_resume_and_overwrite_together_are_refused(tmp_path):
+  with pytest.raises(ValueError, match="at most one of --resume and --overwrite"):
+    plan.check_workdir(str(tmp_path / "run"), resume=True, overwrite=True)
+
+
+def test_existing_workdir_is_refused(tmp_path):
+  workdir = tmp_path / "run"
+  workdir.mkdir()
+  (workdir / "train.jsonl").write_text("{}\n")
+  with pytest.raises(FileExistsError, match="--resume .* --overwrite"):
+    plan.check_workdir(str(workdir), resume=False, overwrite=False)
+  plan.check_workdir(str(workdir), resume=False, overwrite=True)
+  plan.prepare_workdir(str(workdir), overwrite=True)
+  assert not (workdir / "train.jsonl").exists()

@@ -4,22 +4,22 @@
 
 {domain: {algorithm key: {split: {metric: {"mean", "ci_low", "ci_high",
 "seeds"}}, "strategy_share": {...}}, "claims": [...], "predicted_optimum": {...},
-"critic": {...}}}: every row of report.md with a key in `experiments.algorithms`, the
+"critic": {...}}}: every row of report.md with a key in `experiments.analysis.algorithms`, the
 base model's "forced_accuracy", every preregistered claim of report.md with its
-definition, verdict and the paired interval it rests on (`experiments.claims`), and
+definition, verdict and the paired interval it rests on (`experiments.analysis.claims`), and
 "claims_family", the family's size and simultaneous level, the optimal strategy mixtures'
 predicted pass@1, distinct correct and shares beside the measured ones
-(`experiments.optimum`), and the critics' explained variance beside its bound
-(`experiments.critics`); numbers rounded to `tables.DECIMALS`, keys sorted.
+(`experiments.analysis.optimum`), and the critics' explained variance beside its bound
+(`experiments.analysis.critics`); numbers rounded to `tables.DECIMALS`, keys sorted.
 """
 
 import json
 from typing import Any, Dict, List
 
-from experiments import algorithms, critics, optimum
-from experiments import claims as claims_lib
-from experiments.records import RunRecord, num_seeds, select_rows, value
-from experiments.tables import PASS_KS, rounded
+from experiments.analysis import algorithms, critics, optimum
+from experiments.analysis import claims as claims_lib
+from experiments.analysis.records import RunRecord, num_seeds, select_rows, value
+from experiments.analysis.tables import PASS_KS, rounded
 from polyepo.evaluation import splits
 
 SUMMARY_METRICS = tuple(f"pass@{k}" for k in PASS_KS) + (

@@ -13,7 +13,7 @@ import pytest
 
 import envs
 from envs import datasets
-from experiments import optimum, records, summary
+from experiments.analysis import optimum, records, summary
 
 BASE = {"long_by_b": 0.5, "long_by_a": 0.6, "place_value": 0.3, "round_adjust": 0.9,
         "difference_of_squares": 1.0, "halve_double": 0.7, "factor_out": None,

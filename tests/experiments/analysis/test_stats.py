@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from experiments import stats
+from experiments.analysis import stats
 
 
 def test_pass_at_k_hand_values():

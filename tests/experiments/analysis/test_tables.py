@@ -4,7 +4,7 @@ The bootstrap itself is checked in test_stats.py; here, that the tables feed it
 the right per-problem values and print what it says.
 """
 
-from experiments import stats, tables
+from experiments.analysis import stats, tables
 
 P = 16
 

@@ -8,7 +8,7 @@
 "note"}}. A claim compares two rows on a split and metric through the
 per-problem values of their final evaluations (`records.per_problem`: pass@k
 per problem from its number of correct samples). Every interval a domain's
-verdicts rest on is the paired bootstrap of a − b (`experiments.stats`: the same
+verdicts rest on is the paired bootstrap of a − b (`experiments.analysis.stats`: the same
 problem draws on both sides, seeds drawn independently, a fixed generator seed)
 at the simultaneous level of the domain's family: with T intervals, each at
 1 − α/T (Bonferroni; `configs.claims.RULE`). One rule (`stats.judge`) gives each
@@ -22,9 +22,9 @@ changed after a result judged it is marked with the commit of that result.
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from configs import claims as registry
-from experiments import stats
-from experiments.records import RunRecord, per_problem, rare_strategies, shaping_by_lambda, value
-from experiments.tables import cell, rounded, saturated, signed
+from experiments.analysis import stats
+from experiments.analysis.records import RunRecord, per_problem, rare_strategies, shaping_by_lambda, value
+from experiments.analysis.tables import cell, rounded, saturated, signed
 
 NOT_EVALUATED = "not evaluated"
 LAMBDA_METRICS = (("pass@1", "test pass@1"), ("distinct_correct", "distinct correct"))

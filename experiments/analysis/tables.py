@@ -5,7 +5,7 @@
 
 `rows` is one domain's `records.select_rows`: {row label: {"record", "run",
 "note"}}. A cell is a metric's mean over seeds and problems with its bootstrap
-interval (`experiments.stats`), marked † when the metric is a rate within
+interval (`experiments.analysis.stats`), marked † when the metric is a rate within
 SATURATION of 0 or 1; `signed` writes a difference, `rounded` a number of
 summary.json (DECIMALS). `pass_at_1_sources` splits each row's pass@1
 difference to GRPO into strategy choice and execution (`stats.shift_share`).
@@ -15,8 +15,8 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-from experiments import stats
-from experiments.records import DOMAIN_TITLES, discovery_steps, num_seeds, per_problem, value
+from experiments.analysis import stats
+from experiments.analysis.records import DOMAIN_TITLES, discovery_steps, num_seeds, per_problem, value
 
 PASS_KS = (1, 8, 32, 64)
 DOMAIN_COLUMNS = ([(f"pass@{k}", f"pass@{k}") for k in PASS_KS]

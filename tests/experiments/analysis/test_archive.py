@@ -5,7 +5,7 @@ import json
 import os
 import shutil
 
-from experiments import archive
+from experiments.analysis import archive
 from polyepo.io import writers
 
 

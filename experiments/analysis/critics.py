@@ -23,8 +23,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from experiments import algorithms
-from experiments.tables import rounded
+from experiments.analysis import algorithms
+from experiments.analysis.tables import rounded
 
 LAST_STEPS = 50
 COLUMNS = (("all tokens", "explained_variance", None),

@@ -26,9 +26,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from experiments import algorithms
-from experiments.records import per_problem
-from experiments.tables import rounded
+from experiments.analysis import algorithms
+from experiments.analysis.records import per_problem
+from experiments.analysis.tables import rounded
 
 SPLIT = "test"
 STANDARD_RL = ("grpo", "ppo")   # estimators that maximise the mean reward
@@ -169,7 +169,7 @@ def _rounded(part: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
 
 def summary(rows: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
   """summary.json's "predicted_optimum": {algorithm key: {"objective", "set_size",
-  "from_base", "from_run", "measured"}}, rows with a key in `experiments.algorithms`,
+  "from_base", "from_run", "measured"}}, rows with a key in `experiments.analysis.algorithms`,
   numbers rounded (`tables.rounded`)."""
   return {algorithms.BY_LABEL[label].key: {
       "objective": p["objective"], "set_size": p["set_size"],

@@ -4,9 +4,9 @@
   rows = records.select_rows(runs, "multiplication")   # {row label: final record, run}
   records.per_problem(rows["GRPO"]["record"], "test", "pass@32")   # f64[seeds, problems]
 
-`experiments.tables`, `claims`, `summary`, `tuning` and `plots` share these;
-`experiments.stats` turns the per-problem values into intervals. A run's row
-label is its config.json's `algorithm` (`experiments.algorithms`).
+`experiments.analysis.tables`, `claims`, `summary`, `tuning` and `plots` share these;
+`experiments.analysis.stats` turns the per-problem values into intervals. A run's row
+label is its config.json's `algorithm` (`experiments.analysis.algorithms`).
 """
 
 import functools
@@ -17,7 +17,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 import numpy as np
 
 from configs import claims as claims_registry
-from experiments import algorithms, stats
+from experiments.analysis import algorithms, stats
 from polyepo.evaluation import splits
 
 # Metrics (named as in summary.json) -> the per-problem list they are the mean of;

@@ -4,7 +4,7 @@ on constructed records."""
 import numpy as np
 import pytest
 
-from experiments import records
+from experiments.analysis import records
 
 
 def _seed(num_correct, distinct_correct, num_samples=32):

@@ -3,12 +3,12 @@
 Each `plot_*(runs, domains, path)` reads `records.RunRecord`s and saves one PNG;
 those that return a bool draw nothing (False) when the records hold none of
 what they show. Bands and bars are 95% bootstrap intervals over problems and
-seeds (`experiments.stats`).
+seeds (`experiments.analysis.stats`).
 """
 
 import numpy as np
 
-from experiments import algorithms, records
+from experiments.analysis import algorithms, records
 from polyepo.evaluation import splits
 
 

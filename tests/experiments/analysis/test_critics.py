@@ -1,8 +1,8 @@
-"""The report's critic table (experiments/critics.py)."""
+"""The report's critic table (experiments/analysis/critics.py)."""
 
 import pytest
 
-from experiments import critics, records
+from experiments.analysis import critics, records
 from sweep_dirs import ROOT
 
 

@@ -17,7 +17,7 @@ import os
 import shutil
 from typing import Any, Dict, List, Sequence
 
-from experiments.records import RunRecord, is_complete, read_jsonl_or_empty
+from experiments.analysis.records import RunRecord, is_complete, read_jsonl_or_empty
 from polyepo.io import writers
 
 RECORDS = ("config.json", "train.jsonl.gz", "eval.jsonl.gz")  # of each run in an archive

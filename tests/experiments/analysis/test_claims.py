@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from configs import claims as registry
-from experiments import algorithms, claims, stats
-from experiments.records import RARE_SHARE
+from experiments.analysis import algorithms, claims, stats
+from experiments.analysis.records import RARE_SHARE
 from polyepo.evaluation import splits
 from sweep_dirs import ROOT
 
