@@ -138,6 +138,7 @@ def test_archived_records_regenerate_the_report_byte_for_byte(tiny_sweep, tmp_pa
     assert (again / name).read_bytes() == (out / name).read_bytes(), name
 
 
+@pytest.mark.slow  # builds the tiny sweep (archive.unfinished has its own test in test_archive)
 def test_a_report_of_unfinished_sweeps_says_it_is_partial(tiny_sweep, tmp_path):
   _, sweep_dir, _ = tiny_sweep
   report.write_report([str(sweep_dir)], str(tmp_path / "full"), plots=False, archive=True)

@@ -275,17 +275,28 @@ def test_length_order_gives_each_micro_batch_a_block_of_lengths():
                                 np.argsort(ends))
 
 
-@pytest.mark.parametrize("last_trained", [0, 7, 8, 63, None])
-def test_part_value_and_grad_is_the_loss_on_whole_responses(env, last_trained):
+@pytest.fixture(scope="module")
+def addition():
+  """tests/helpers/addition_env.py: three strategies of responses of unequal lengths,
+  a corpus that compiles in a fraction of multiplication's time."""
+  import addition_env  # pylint: disable=g-import-not-at-top
+  env = addition_env.Addition()
+  return env, env.default_params()
+
+
+@pytest.mark.parametrize("last_trained", [0, 7, 8, 39, None])
+def test_part_value_and_grad_is_the_loss_on_whole_responses(addition, last_trained):
   """Cut after the last trained token (rounded up to LENGTH_STEP), the loss, the
   token probability and the gradient are those computed from the whole
   responses, whatever the cut: at a step boundary (end 8), one past it (end
-  9), at the last token (end 64), or no trained token at all (None)."""
-  env, params = env
+  9), at the last token (end 40, the addition env's T), or no trained token at
+  all (None)."""
+  env, params = addition
+  assert env.max_response_len == 40
   mc = pretrain.model_config_for(env, **SMALL)
   model_params = model_lib.init_params(jax.random.key(1), mc)
   prompts, responses, real, _ = corpus.corpus_batch(env, params, jax.random.key(2), 6,
-                                                    (1.0,) * 8, 0.1)
+                                                    (1.0,) * 3, 0.1)
   t = responses.shape[1]
   # Responses run to the end (no EOS) where a trained token sits past the EOS.
   responses = responses.at[0].set(jnp.full(t, responses[0, 0]))
@@ -314,16 +325,16 @@ def test_part_value_and_grad_is_the_loss_on_whole_responses(env, last_trained):
 
 
 @pytest.mark.parametrize("stage", ["competence", "preference"])
-def test_micro_batches_give_the_batch_step(env, stage):
+def test_micro_batches_give_the_batch_step(addition, stage):
   """A step accumulated over micro-batches (each divided by the whole batch's
   token counts) moves the model as the batch at once does: loss, token
   probability and parameters, in both stages (the preference stage's two halves
   are split alike)."""
-  env, params = env
+  env, params = addition
   mc = pretrain.model_config_for(env, **SMALL)
   config = pretrain.PretrainConfig(
-      mixture=(1.0,) * 8, slip_rate=0.1, num_steps=2, batch_size=16, steps_per_chunk=2,
-      preference_mixture=(4.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5), preference_steps=2,
+      mixture=(1.0,) * 3, slip_rate=0.1, num_steps=2, batch_size=16, steps_per_chunk=2,
+      preference_mixture=(4.0, 2.0, 0.5), preference_steps=2,
       learning_rate=1e-3, preference_learning_rate=1e-3)
   results = []
   for rows in (config.batch_size, 4):

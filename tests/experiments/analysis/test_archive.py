@@ -137,3 +137,23 @@ def test_sweep_info_sums_an_extended_run_and_shows_the_extending_command(tmp_pat
                            "`python -m experiments.sweep x:steps=600`")
   assert lines[2] == ("  - wall time 55.0 min over 2 invocation(s); 1 runs took a 55.0 "
                       "(30.0 + 25.0: extended) min")
+
+
+def _record(name, steps_done, steps=4, domain="multiplication"):
+  from experiments.analysis import records  # pylint: disable=g-import-not-at-top
+  return records.RunRecord(name, domain, "GRPO", None, {"train": {"num_steps": steps}},
+                           [{"step": s} for s in range(0, steps_done + 1, 2)], [])
+
+
+def test_unfinished_runs_are_the_planned_ones_without_a_complete_record(tmp_path):
+  """Hand-made: a, b planned and c unplanned; a complete, b and c stopped at step 2."""
+  (tmp_path / "sweep.json").write_text(json.dumps({"runs": [
+      {"name": "a", "config_string": "domain=multiplication"},
+      {"name": "b", "config_string": "domain=multiplication"},
+      {"name": "late", "config_string": "domain=polynomial_roots"}]}))
+  runs = [_record("a", 4), _record("b", 2), _record("c", 2, domain="polynomial_roots")]
+  assert archive.unfinished(runs, [str(tmp_path)]) == [
+      {"name": "b", "config_string": "domain=multiplication"},
+      {"name": "late", "config_string": "domain=polynomial_roots"},
+      {"name": "c", "config_string": "domain=polynomial_roots"}]
+  assert archive.unfinished(runs[:1], [str(tmp_path / "no sweep")]) == []
