@@ -39,11 +39,7 @@ def test_a_bad_config_is_refused_before_anything_loads(field, value, match, monk
                                                         tmp_path):
   _refuse_loading(monkeypatch)
   config = poly_epo.get_config("size=smoke")
-  *path, leaf = field.split(".")
-  node = config
-  for part in path:
-    node = node[part]
-  node[leaf] = value
+  config.update_from_flattened_dict({field: value})
   with pytest.raises(ValueError, match=match):
     build.rl_plan(config, str(tmp_path / "run"))
   assert not (tmp_path / "run").exists()

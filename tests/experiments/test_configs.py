@@ -270,11 +270,7 @@ def test_rl_settings_unpacks_the_dataclasses():
 ])
 def test_a_bad_field_fails_when_unpacked_naming_it(field, value, match):
   config = poly_epo.get_config("size=smoke")
-  *path, leaf = field.split(".")
-  parent = config
-  for part in path:
-    parent = parent[part]
-  parent[leaf] = value
+  config.update_from_flattened_dict({field: value})
   with pytest.raises(ValueError, match=match):
     build.check_config(config)
 

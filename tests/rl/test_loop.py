@@ -1,6 +1,6 @@
 """Tests for polyepo.rl.loop: evaluation over seeds, records, resume, extension.
 
-The policy trains on `toy_env.ChoiceEnv` (tests/helpers/toy_env.py) for a few steps
+The policy trains in the tiny setting (tests/helpers/tiny_rl.py) for a few steps
 through its plan (`polyepo.rl.plan.make`); a run stopped, torn or resumed anywhere
 must end exactly as the uninterrupted run does.
 """
@@ -14,24 +14,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import toy_env
+import tiny_rl
 from polyepo.io import writers
-from polyepo.policy import model, value_head
-from polyepo.pretraining import pretrain
+from polyepo.policy import value_head
 from polyepo.rl import loop, plan, train
 
-SMALL = dict(width=32, num_layers=1, num_heads=2)
-TINY = train.TrainConfig(estimator="set_rl", prompts_per_step=2, samples_per_prompt=4,
-                         set_size=2, num_minibatches=1, num_steps=4, steps_per_chunk=2,
-                         learning_rate=1e-2, warmup_steps=1)
+TINY = tiny_rl.TINY
 
 
-@pytest.fixture(scope="module")
-def setup():
-  env = toy_env.ChoiceEnv()
-  mc = pretrain.model_config_for(env, **SMALL)
-  base = model.init_params(jax.random.key(0), mc)
-  return env, env.default_params(), mc, base
+setup = pytest.fixture(scope="module")(tiny_rl.setup)  # (env, env_params, model_config, base)
 
 
 class _Interrupted(Exception):

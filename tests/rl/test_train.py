@@ -17,24 +17,17 @@ import numpy as np
 import pytest
 
 import envs
+import tiny_rl
 import toy_env
 from polyepo import accumulation, estimators, model, parallel, pretrain, train, value_head
 
-SMALL = dict(width=32, num_layers=1, num_heads=2)
-TINY = train.TrainConfig(estimator="set_rl", prompts_per_step=2, samples_per_prompt=4,
-                         set_size=2, num_minibatches=1, num_steps=4, steps_per_chunk=2,
-                         learning_rate=1e-2, warmup_steps=1)
+SMALL, TINY = tiny_rl.SMALL, tiny_rl.TINY
 LEARN = train.TrainConfig(estimator="set_rl", prompts_per_step=8, samples_per_prompt=8,
                           set_size=4, num_minibatches=1, num_steps=20, steps_per_chunk=20,
                           learning_rate=1e-2, warmup_steps=1)
 
 
-@pytest.fixture(scope="module")
-def setup():
-  env = toy_env.ChoiceEnv()
-  mc = pretrain.model_config_for(env, **SMALL)
-  base = model.init_params(jax.random.key(0), mc)
-  return env, env.default_params(), mc, base
+setup = pytest.fixture(scope="module")(tiny_rl.setup)  # (env, env_params, model_config, base)
 
 
 def _keys(num_seeds, offset=0):
