@@ -59,8 +59,11 @@ def phases(domain: str, repeats: int, ops: bool = False, matmul_dtype: str = "fl
   one minibatch's update timed whole and by XLA operation); the domain's default
   model with `matmul_dtype` (model.MATMUL_DTYPES)."""
   config = poly_epo.get_config(f"domain={domain}")
-  train_config = build.rl_settings(config).train
-  train_config = dataclasses.replace(train_config, steps_per_chunk=1)
+  settings = build.rl_settings(config)
+  train_config = dataclasses.replace(settings.train, steps_per_chunk=1)
+  algorithm = settings.algorithm
+  advantages = functools.partial(estimators.batch_advantages, algorithm.group_advantage,
+                                 algorithm.standardises_batch)
   env, env_params = envs.make(domain)
   model_config = dataclasses.replace(pretrain.model_config_for(env), matmul_dtype=matmul_dtype)
   params = model.init_params(jax.random.key(0), model_config)
@@ -80,12 +83,12 @@ def phases(domain: str, repeats: int, ops: bool = False, matmul_dtype: str = "fl
   rollout_fn = jax.jit(rollout, static_argnums=(1, 2))
   out = rollout_fn(distinct, T, N)
   reward, label = jax.jit(env.score)(repeated, out.tokens)
-  adv = jax.jit(functools.partial(estimators.batch_advantages, train_config))(
+  adv = jax.jit(advantages)(
       reward.reshape(B, N), label.reshape(B, N), jax.random.split(key, B))
   adv = adv.reshape(-1)
   logprobs = jax.jit(lambda p, *batch: model.sequence_logprobs(p, model_config, *batch,
                                                                samples_per_prompt=N))
-  optimizer = train.make_optimizer(train_config)
+  optimizer = train.make_optimizer(train_config, algorithm.critic)
   opt_state = optimizer.init(params)
   groups = B // M
   by_group = lambda x: x[:groups * N].reshape((groups, N) + x.shape[1:])
@@ -118,7 +121,8 @@ def phases(domain: str, repeats: int, ops: bool = False, matmul_dtype: str = "fl
     updates, opt_state = optimizer.update(grads, opt_state, params)
     return jax.tree.map(jnp.add, params, updates), opt_state
 
-  init, run_chunk = train.make_train(train_config, model_config, env, env_params, num_seeds=1)
+  init, run_chunk = train.make_train(train_config, algorithm, model_config, env, env_params,
+                                     num_seeds=1)
   state = init(params, jnp.zeros((1, 2), jnp.uint32))
 
   one_row = distinct[:1]
@@ -136,8 +140,8 @@ def phases(domain: str, repeats: int, ops: bool = False, matmul_dtype: str = "fl
       "prefill": prefill,
       "decode": full - prefill,
       "scoring": time(jax.jit(env.score), repeated, out.tokens),
-      "advantages": time(jax.jit(functools.partial(estimators.batch_advantages, train_config)),
-                         reward.reshape(B, N), label.reshape(B, N), jax.random.split(key, B)),
+      "advantages": time(jax.jit(advantages), reward.reshape(B, N), label.reshape(B, N),
+                         jax.random.split(key, B)),
       "ref logp": (time(logprobs, params, distinct, out.tokens, out.mask)
                    if train_config.kl_coef else 0.0),
       "forward": M * forward,

@@ -28,13 +28,14 @@ MAIN_JOB = sweep.RunSpec("main job", "configs/poly_epo.py", "domain=multiplicati
 
 def seconds_per_step(config, chunks: int) -> float:
   """Median seconds per step of `chunks` compiled chunks (after a warm-up chunk)."""
-  train_config, settings, _, _ = build.rl_settings(config)
+  settings = build.rl_settings(config)
+  train_config, run_settings = settings.train, settings.run
   env, base_model_config, params, _ = build.base_model(build.base_config(config), progress=False)
   model_config = build.policy_model_config(config, base_model_config)
-  init, run_chunk = train.make_train(train_config, model_config, env, env.default_params(),
-                                     num_seeds=settings.num_seeds,
-                                     seed_batch_size=settings.seed_batch_size)
-  keys = jnp.arange(2 * settings.num_seeds, dtype=jnp.uint32).reshape(-1, 2)
+  init, run_chunk = train.make_train(train_config, settings.algorithm, model_config, env,
+                                     env.default_params(), num_seeds=run_settings.num_seeds,
+                                     seed_batch_size=run_settings.seed_batch_size)
+  keys = jnp.arange(2 * run_settings.num_seeds, dtype=jnp.uint32).reshape(-1, 2)
   state, _ = run_chunk(init(params, keys), params)
   jax.block_until_ready(state)
   times = []

@@ -48,8 +48,8 @@ import envs
 from bench.model import matmul_peak, sampling_flops
 from bench.timing import interleaved_median_seconds, median_seconds
 from experiments.machine import cpu_name
-from polyepo import (accumulation, advantages, losses, model, poly_ppo, pretrain, sampling,
-                     train, value_head, vines)
+from polyepo import (accumulation, advantages, algorithms, losses, model, parts, poly_ppo,
+                     pretrain, sampling, train, value_head, vines)
 
 PROMPTS, SAMPLES, RESPONSE, PROMPT_LEN = 16, 16, 48, 16
 PRESET = model.TransformerConfig(vocab_size=32, width=128, num_layers=2, num_heads=4,
@@ -135,10 +135,10 @@ def seeds_ratio(num_seeds, repeats, prompts, samples):
   base = model.init_params(jax.random.key(0), config)
 
   def make(num_prompts, seeds, seed_batch_size=None):
-    train_config = train.TrainConfig(estimator="set_rl", prompts_per_step=num_prompts,
-                                     samples_per_prompt=samples, set_size=2,
+    train_config = train.TrainConfig(prompts_per_step=num_prompts, samples_per_prompt=samples,
                                      num_minibatches=1, steps_per_chunk=1, num_steps=1)
-    return train.make_train(train_config, config, env, env_params, num_seeds=seeds,
+    return train.make_train(train_config, algorithms.set_rl(set_size=2), config, env,
+                            env_params, num_seeds=seeds,
                             seed_batch_size=seed_batch_size or seeds)
 
   keys = jnp.arange(2 * num_seeds, dtype=jnp.uint32).reshape(num_seeds, 2)
@@ -160,12 +160,12 @@ def poly_ppo_phases(repeats, prompts, samples, tiny=False):
   overrides = dict(width=32, num_layers=1, num_heads=2) if tiny else {}
   config = pretrain.model_config_for(env, **overrides)
   base = model.init_params(jax.random.key(0), config)
-  tc = train.TrainConfig(estimator="poly_ppo", prompts_per_step=prompts,
-                         samples_per_prompt=samples, set_size=min(4, samples - 1),
-                         vine_samples=max(train.TrainConfig.vine_samples, min(4, samples - 1) + 1),
+  tc = train.TrainConfig(prompts_per_step=prompts, samples_per_prompt=samples,
                          num_minibatches=1, steps_per_chunk=1, num_steps=1)
+  set_size = min(4, samples - 1)
+  vine_settings = parts.Vines(samples=max(parts.Vines.samples, set_size + 1))
   B, N, T = prompts, samples, env.max_response_len
-  K, N_v = tc.num_vine_states, tc.vine_samples
+  K, N_v = vine_settings.num_states, vine_settings.samples
   problems = env.sample_problems(jax.random.key(1), env_params, B)
   prompt_tokens = env.prompt_tokens(problems)
 
@@ -201,8 +201,8 @@ def poly_ppo_phases(repeats, prompts, samples, tiny=False):
                                 out.features.reshape(B, K * N_v, T, -1)], 1)
     values = value_head.apply(head, features)   # the sampler's features feed the critic
     groups = jax.vmap(lambda *a: poly_ppo.group_advantages(
-        *a, num_roots=N, vine_samples=N_v, objective="polychromic", set_size=tc.set_size,
-        num_subsets=None, window=tc.vine_window, gamma=1.0, lam=0.95, normalize=True))(
+        *a, num_roots=N, vine_samples=N_v, objective="polychromic", set_size=set_size,
+        num_subsets=None, window=vine_settings.window, gamma=1.0, lam=0.95, normalize=True))(
             reward.reshape(B, M), label.reshape(B, M), values, loss_mask, boundaries, start,
             jax.random.split(key, B))
     return poly_ppo.token_advantages(groups, loss_mask, True)
@@ -211,9 +211,10 @@ def poly_ppo_phases(repeats, prompts, samples, tiny=False):
            "vine rollout": median_seconds(lambda: vine_rollout(jax.random.key(3)), repeats),
            "advantages": median_seconds(lambda: advantage_phase(jax.random.key(4)), repeats)}
   steps = {}
-  for name, estimator in (("poly_ppo", "poly_ppo"), ("ppo", "ppo"), ("poly_epo", "set_rl")):
-    init, run = train.make_train(dataclasses.replace(tc, estimator=estimator), config, env,
-                                 env_params, num_seeds=1)
+  for name, algorithm in (("poly_ppo", algorithms.poly_ppo(set_size=set_size, vines=vine_settings)),
+                          ("ppo", algorithms.ppo()),
+                          ("poly_epo", algorithms.set_rl(set_size=set_size))):
+    init, run = train.make_train(tc, algorithm, config, env, env_params, num_seeds=1)
     state = init(base, jnp.zeros((1, 2), jnp.uint32))
     jax.block_until_ready(run(state, base))
     steps[name] = median_seconds(lambda: run(state, base), repeats)

@@ -11,11 +11,14 @@ domain defined outside envs/ as package.module:Class) and the size:
                 first where none matches; run times: README.md,
                 docs/performance.md, docs/base-models.md)
   size=paper    N=32 samples, sets of n=8, longer training
-Any field can be overridden: --config.train.learning_rate=3e-5.
+Any field can be overridden: --config.train.learning_rate=3e-5,
+--config.algorithm.set_size=8, --config.algorithm.critic.model=trunk.
 
-Defaults and field documentation are written once, in the dataclasses the
-fields unpack into (polyepo.train.TrainConfig, polyepo.plan.RunSettings); this
-file sets what an algorithm or a size changes.
+Defaults and field documentation are written once, where the fields are read:
+config.train and config.run in the dataclasses they unpack into
+(polyepo.rl.train.TrainConfig, polyepo.rl.plan.RunSettings), config.algorithm
+in its factory's signature and docstring (polyepo.rl.algorithms, with its
+parts in polyepo.rl.parts); this file sets what an algorithm or a size changes.
 """
 
 import dataclasses
@@ -24,18 +27,20 @@ import ml_collections
 
 from configs import choices
 from configs import pretrain as pretrain_config
-from polyepo.rl import plan, train
+from polyepo.rl import algorithms, plan, train
 
-# config.train holds the fields of polyepo.train.TrainConfig and config.run those
-# of polyepo.plan.RunSettings, each documented in its dataclass's docstring; at
-# their defaults except the algorithm's (estimator, ...) and the size presets below.
+# config.train holds the fields of polyepo.rl.train.TrainConfig and config.run those
+# of polyepo.rl.plan.RunSettings, each documented in its dataclass's docstring, at
+# their defaults but for the size presets below. config.algorithm is the
+# algorithm's name and its factory's keywords (polyepo.rl.algorithms.spec).
 
 
-def get_config(arg=None, **algorithm):
-  """The shared config; `algorithm` sets config.train fields (estimator, ...)."""
+def get_config(arg=None, *, name: str, algorithm: str, **hyperparameters):
+  """The shared config of a run called `name` training `algorithm` (a
+  polyepo.rl.algorithms name) with `hyperparameters` besides its defaults."""
   args = choices.parse_arg(arg, domain="multiplication", size="default")
   config = ml_collections.ConfigDict()
-  config.name = algorithm.pop("name")       # run name (used in the default workdir)
+  config.name = name                        # run name (used in the default workdir)
   config.domain = args.domain               # synthetic domain (envs.make name or
                                             # package.module:Class)
   config.size = args.size                   # smoke | default | paper
@@ -57,17 +62,16 @@ def get_config(arg=None, **algorithm):
   # `experiments.synthetic` ignore it.
   config.resources = ml_collections.ConfigDict(dict(num_cpus=1.0, num_gpus=1.0))
 
-  config.train = ml_collections.ConfigDict(
-      dataclasses.asdict(train.TrainConfig(**algorithm)))
+  config.algorithm = ml_collections.ConfigDict(algorithms.spec(algorithm, **hyperparameters))
+  config.train = ml_collections.ConfigDict(dataclasses.asdict(train.TrainConfig()))
   config.run = ml_collections.ConfigDict(dataclasses.asdict(plan.RunSettings()))
 
-  t, r = config.train, config.run
+  a, t, r = config.algorithm, config.train, config.run
   if args.size == "smoke":
     t.prompts_per_step = 4
     t.samples_per_prompt = 4
-    t.set_size = 2
-    t.num_vine_states = 1
-    t.vine_samples = 3
+    set_everywhere(a, set_size=2)
+    set_everywhere(a.get("vines", {}), num_states=1, samples=3)
     t.num_minibatches = 1
     t.num_steps = 4
     t.steps_per_chunk = 2
@@ -79,10 +83,22 @@ def get_config(arg=None, **algorithm):
     r.eval_forced_samples = 2
   elif args.size == "paper":
     t.samples_per_prompt = 32
-    t.set_size = 8
-    t.vine_samples = 16
+    set_everywhere(a, set_size=8)
+    set_everywhere(a.get("vines", {}), samples=16)
     t.prompts_per_step = 8
     t.num_minibatches = 4
     t.num_steps = 300
     r.num_seeds = 3
   return config
+
+
+def set_everywhere(fields, **values) -> None:
+  """Sets each of `values` where `fields` (a ConfigDict) or a nested algorithm of it
+  (windowed's `first` and `rest`) has that field: a size preset's set size is
+  the set size of whichever part has one."""
+  for key, value in values.items():
+    if key in fields:
+      fields[key] = value
+  for nested in fields.values():
+    if isinstance(nested, ml_collections.ConfigDict) and "name" in nested:
+      set_everywhere(nested, **values)

@@ -4,4 +4,4 @@ from configs import base
 
 
 def get_config(arg=None):
-  return base.get_config(arg, name="grpo", estimator="grpo")
+  return base.get_config(arg, name="grpo", algorithm="grpo")

@@ -4,4 +4,4 @@ from configs import base
 
 
 def get_config(arg=None):
-  return base.get_config(arg, name="pass_at_k", estimator="set_rl", objective="pass_at_n")
+  return base.get_config(arg, name="pass_at_k", algorithm="set_rl", objective="pass_at_n")

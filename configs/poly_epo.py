@@ -4,4 +4,4 @@ from configs import base
 
 
 def get_config(arg=None):
-  return base.get_config(arg, name="poly_epo", estimator="set_rl", objective="polychromic")
+  return base.get_config(arg, name="poly_epo", algorithm="set_rl", objective="polychromic")

@@ -15,5 +15,5 @@ from configs import base
 
 
 def get_config(arg=None):
-  return base.get_config(arg, name="poly_ppo", estimator="poly_ppo", objective="polychromic",
-                         value_model="surprise")
+  return base.get_config(arg, name="poly_ppo", algorithm="poly_ppo",
+                         objective="polychromic", critic={"model": "surprise"})

@@ -12,4 +12,5 @@ from configs import base
 
 
 def get_config(arg=None):
-  return base.get_config(arg, name="ppo", estimator="ppo", value_model="surprise")
+  return base.get_config(arg, name="ppo", algorithm="ppo",
+                         critic={"model": "surprise"})

@@ -4,4 +4,4 @@ from configs import base
 
 
 def get_config(arg=None):
-  return base.get_config(arg, name="reward_shaping", estimator="reward_shaping", lam=0.3)
+  return base.get_config(arg, name="reward_shaping", algorithm="reward_shaping", lam=0.3)

@@ -4,7 +4,9 @@
   loop.train_and_evaluate(run)
 
 `rl_plan` unpacks a config into its frozen dataclasses (TrainConfig and
-RunSettings check themselves at construction), checks what only the config can
+RunSettings check themselves at construction) and its algorithm
+(`polyepo.rl.algorithms.resolve`, whose factory checks its hyperparameters),
+checks what only the config can
 say (the matmul dtype, the base model's pretraining config, an explicit base
 checkpoint, a resumed run's config) and hands the rest to `plan.make`, which
 checks the run before loading anything: every check runs once, before any
@@ -34,6 +36,7 @@ from polyepo.evaluation import evaluate, forced, splits
 from polyepo.io import checkpoint
 from polyepo.policy import model
 from polyepo.pretraining import pretrain
+from polyepo.rl import algorithms as algorithms_lib
 from polyepo.rl import plan, train
 
 
@@ -50,8 +53,9 @@ def base_config(config) -> ml_collections.ConfigDict:
 
 
 class Settings(NamedTuple):
-  """An RL config unpacked: its dataclasses and its env."""
+  """An RL config unpacked: its dataclasses, its algorithm and its env."""
   train: train.TrainConfig
+  algorithm: algorithms_lib.Algorithm
   run: plan.RunSettings
   env: Any
   env_params: Any
@@ -60,7 +64,8 @@ class Settings(NamedTuple):
 def rl_settings(config) -> Settings:
   """Unpacks an RL ConfigDict into its Settings, checking what only the config can say.
 
-  TrainConfig and RunSettings check their own fields at construction, and
+  TrainConfig and RunSettings check their own fields at construction, the
+  algorithm's factory its hyperparameters (errors start with "algorithm"), and
   `envs.make` the env's kwargs; this checks the matmul dtype, the resources a
   sweep asks of Ray, the base model's pretraining config (`base_config`, whose
   errors start with "base: ") and an explicit base checkpoint's config.json
@@ -68,6 +73,7 @@ def rl_settings(config) -> Settings:
   other is `plan.validate`'s.
   """
   train_config = train.TrainConfig(**config.train.to_dict())
+  algorithm = algorithms_lib.resolve(config.algorithm)
   run_settings = plan.RunSettings(**config.run.to_dict())
   checks.one_of("matmul_dtype", config.matmul_dtype, model.MATMUL_DTYPES)
   ray_resources(config)
@@ -79,14 +85,14 @@ def rl_settings(config) -> Settings:
   if config.base.checkpoint:
     pretrain.check_checkpoint(config.base.checkpoint,
                               pretrain.model_config_for(env, **config.base.model))
-  return Settings(train_config, run_settings, env, env_params)
+  return Settings(train_config, algorithm, run_settings, env, env_params)
 
 
 def check_config(config) -> None:
   """Every check of `rl_plan` that needs nothing but the config (a sweep checks
   each of its runs this way before it starts any)."""
   settings = rl_settings(config)
-  plan.validate(settings.run, settings.train, settings.env)
+  plan.validate(settings.run, settings.train, settings.algorithm, settings.env)
 
 
 def rl_plan(config, workdir: Optional[str] = None, *, resume: bool = False,
@@ -117,8 +123,8 @@ def rl_plan(config, workdir: Optional[str] = None, *, resume: bool = False,
     print(f"base model: {describe_base_model(directory)}")
     return policy_model_config(config, model_config), params
 
-  return plan.make(settings.train, settings.run, settings.env, settings.env_params, workdir,
-                   load_base=load_base,
+  return plan.make(settings.train, settings.algorithm, settings.run, settings.env,
+                   settings.env_params, workdir, load_base=load_base,
                    load_problems=lambda: eval_problems(config.domain, settings.run.eval_splits),
                    resume=resume, overwrite=overwrite, record=record, mesh=mesh)
 
@@ -255,11 +261,11 @@ def base_report(config, env, model_config, params):
 
 
 def run_record(config, env) -> Dict[str, Any]:
-  """What a run's config.json holds: its config, its algorithm's label
+  """What a run's config.json holds: its config, its algorithm's row label
   (`algorithms.label_of`), the domain's {strategy: family}, so that the report
   reads them instead of rebuilding either, and the split scheme
   (`splits.SCHEME`), which decides the problems it trains and is evaluated on."""
-  return dict(config.to_dict(), algorithm=algorithms.label_of(config.train.to_dict()),
+  return dict(config.to_dict(), label=algorithms.label_of(config.algorithm.to_dict()),
               strategy_families=dict(zip(env.strategy_names, env.strategy_families)),
               splits=splits.SCHEME)
 
@@ -271,7 +277,7 @@ RESUMABLE_CHANGES = ("run.seed_batch_size", "run.num_devices", "train.microbatch
                      "run.eval_problems_per_chunk", "run.eval_seed_batch_size", "resources",
                      "base.cache_dir", "base.shipped", "base.report",
                      # derived from the config (`run_record`); older records lack them
-                     "algorithm", "strategy_families") + tuple(
+                     "label", "strategy_families") + tuple(
                          f"base.pretrain.{name}" for name in pretrain.COMPUTE_FIELDS)
 # Fields a resumed run may raise: a run resumed with more steps continues from
 # its last checkpoint, and its steps are those of a run started with the longer
@@ -283,12 +289,15 @@ EXTENDABLE = ("train.num_steps",)
 # Fields a run's config.json held elsewhere before (old prefix -> new): the
 # base model's domain and env were its own fields before the RL config named
 # the domain once. A moved field that equals its new home is read as that one.
+# (An algorithm's own fields moved from config.train to config.algorithm:
+# `algorithms.upgrade` reads those.)
 MOVED = {"base.domain": "domain", "base.env": "env"}
 
 
 def upgrade_record(flat: Dict[str, Any]) -> Dict[str, Any]:
-  """A flattened config.json with every MOVED field that equals its new home
-  dropped; one that differs is kept, so that a resume names it as changed."""
+  """A flattened config.json (read through `algorithms.upgrade` first) with every
+  MOVED field that equals its new home dropped; one that differs is kept, so that
+  a resume names it as changed."""
   def home(key):
     for old, new in MOVED.items():
       if key == old or key.startswith(old + "."):
@@ -297,14 +306,19 @@ def upgrade_record(flat: Dict[str, Any]) -> Dict[str, Any]:
   return {k: v for k, v in flat.items() if home(k) is None or flat.get(home(k)) != v}
 
 
-def added_defaults() -> Dict[str, Any]:
+def added_defaults(algorithm: Optional[str] = None) -> Dict[str, Any]:
   """{"train.<field>": default, "run.<field>": default} for every TrainConfig and
-  RunSettings field: a field a run's config.json lacks (it was added since the
-  run started) at its default leaves what the run computes unchanged, so the
-  run may resume."""
-  return {f"{prefix}.{name}": value
-          for prefix, defaults in (("train", train.TrainConfig()), ("run", plan.RunSettings()))
-          for name, value in dataclasses.asdict(defaults).items()}
+  RunSettings field, and {"algorithm.<field>": default} for every field of the
+  algorithm named `algorithm` (`algorithms_lib.spec`): a field a run's
+  config.json lacks (it was added since the run started) at its default leaves
+  what the run computes unchanged, so the run may resume."""
+  out = {f"{prefix}.{name}": value
+         for prefix, defaults in (("train", train.TrainConfig()), ("run", plan.RunSettings()))
+         for name, value in dataclasses.asdict(defaults).items()}
+  if algorithm is not None:
+    out.update(traverse_util.flatten_dict({"algorithm": algorithms_lib.spec(algorithm)},
+                                          sep="."))
+  return out
 
 
 def check_resumable(workdir: str, config_record: Dict[str, Any]) -> None:
@@ -323,11 +337,12 @@ def check_resumable(workdir: str, config_record: Dict[str, Any]) -> None:
   if not os.path.exists(path):
     return
   with open(path) as f:
-    started = upgrade_record(traverse_util.flatten_dict(json.load(f), sep="."))
+    started = upgrade_record(traverse_util.flatten_dict(algorithms.upgrade(json.load(f)),
+                                                        sep="."))
   now = traverse_util.flatten_dict(json.loads(json.dumps(
       dict(config_record, splits=splits.SCHEME), default=str)), sep=".")
   unset = object()
-  defaults = json.loads(json.dumps(added_defaults(), default=str))
+  defaults = json.loads(json.dumps(added_defaults(now.get("algorithm.name")), default=str))
   added = lambda k: k not in started and k in defaults and now.get(k, unset) == defaults[k]
   extended = lambda k: (k in EXTENDABLE and k in started and k in now
                         and now[k] >= started[k])

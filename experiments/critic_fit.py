@@ -14,7 +14,7 @@ response's reward):
               policy's final hidden states through stop_gradient;
   wide_head   the same with a 4x wider hidden layer;
   surprise_head  the head reading also the policy's surprise at the tokens
-              before the state (`value_head.surprise`; value_model "surprise"):
+              before the state (`value_head.surprise`; critic.model "surprise"):
               a slip is a token the policy itself thought unlikely;
   trunk       a copy of the base transformer with that head on top, trained
               end to end (the critic has features of its own).
@@ -66,7 +66,7 @@ ROOTS, STATES, VINES = 16, 2, 8     # N, K, N_v: configs/poly_ppo.py's defaults
 CHUNK = 64                          # prompts per sampler call
 HEAD_BATCH = 8192                   # tokens per head step
 TRUNK_BATCH = 8                     # prompts (each with its N + K * N_v responses) per step
-HEAD_LEARNING_RATE = 1e-3           # TrainConfig.value_learning_rate's default
+HEAD_LEARNING_RATE = 1e-3           # polyepo.rl.parts.Critic.learning_rate's default
 ONLINE_STEPS = 120                  # 60 RL steps x num_epochs x num_minibatches
 
 

@@ -2,7 +2,7 @@ r"""RL post-training on a synthetic domain: GRPO, reward shaping, Poly-EPO, pass
 
   python -m experiments.synthetic --config=configs/poly_epo.py:domain=multiplication
   python -m experiments.synthetic --config=configs/grpo.py:size=smoke --workdir=/tmp/run
-  python -m experiments.synthetic --config=configs/poly_epo.py --config.train.set_size=8
+  python -m experiments.synthetic --config=configs/poly_epo.py --config.algorithm.set_size=8
 
 Pretrains (or reuses) the base model, then trains all seeds in one program and
 writes the run directory (config.json, train.jsonl, eval.jsonl, tb/, checkpoints/).

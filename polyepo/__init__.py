@@ -7,9 +7,11 @@ The package is laid out in rooms, each importing only the rooms above it:
                 metrics, losses, gae, theory, mixtures (no model, env or I/O)
   policy/       the transformer policy: model, attention, bf16, sampling,
                 value_head (the critic)
-  rl/           RL post-training: train (`make_train`), plan (one run, checked
-                before any work), loop (the host loop), estimators (the
-                registry), estimator_inputs, ppo_batch, poly_ppo, vines
+  rl/           RL post-training: algorithms (GRPO, set RL, PPO, ... as
+                values, and their registry), parts (critic, GAE, vines),
+                train (`make_train`), plan (one run, checked before any work),
+                loop (the host loop), estimators and ppo_batch (the batches
+                algorithms build), estimator_inputs, poly_ppo, vines
   pretraining/  the base model: pretrain, corpus
   evaluation/   evaluate, forced (forced-strategy accuracy), splits (held-out
                 problems)
@@ -44,8 +46,8 @@ MODULES = {
     **{name: f"polyepo.policy.{name}" for name in (
         "attention", "bf16", "model", "sampling", "value_head")},
     **{name: f"polyepo.rl.{name}" for name in (
-        "estimator_inputs", "estimators", "loop", "plan", "poly_ppo", "ppo_batch", "train",
-        "vines")},
+        "algorithms", "estimator_inputs", "estimators", "loop", "parts", "plan", "poly_ppo",
+        "ppo_batch", "train", "vines")},
     "critic": "polyepo.rl.ppo_batch",
     "rollouts": "polyepo.rl.estimator_inputs",
     **{name: f"polyepo.pretraining.{name}" for name in ("corpus", "pretrain")},

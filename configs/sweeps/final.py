@@ -43,8 +43,10 @@ def get_sweep(arg=None):
   runs = []
   for domain in headline.domains(args.domains):
     chosen = tuning.read_chosen(args.chosen, domain, provisional=args.provisional)
-    runs += [(entry["config_file"], f"domain={domain},size={args.size}",
-              headline.fit_smoke(dict(shared, **entry["overrides"],
+    config_string = f"domain={domain},size={args.size}"
+    runs += [(entry["config_file"], config_string,
+              headline.fit_smoke(entry["config_file"], config_string,
+                                 dict(shared, **entry["overrides"],
                                       **{"run.eval_at_start": key == BASE_RUN}), args.size))
              for key, entry in sorted(chosen.items())]
   return runs

@@ -13,6 +13,9 @@ Config string: domains=all|multiplication|polynomial_roots (all: both domains, i
 that order), size=smoke|default|paper (default), seeds=3.
 """
 
+import importlib
+import os
+
 from configs import choices
 
 ALGORITHMS = ("grpo", "reward_shaping", "poly_epo")
@@ -26,18 +29,24 @@ def shared_overrides(seeds: int, size: str):
   return overrides
 
 
-def fit_smoke(overrides: dict, size: str) -> dict:
-  """`overrides` with room for its set size at size=smoke, else unchanged.
+def fit_smoke(config_file: str, config_string: str, overrides: dict, size: str) -> dict:
+  """`overrides` of a run of `config_file` with room for its set size at size=smoke,
+  else unchanged.
 
   The smoke preset samples 4 responses per prompt (3 vines per rollout state), too
   few for a tuned set size n ≥ 4 (1 <= n < N, n < N_v); a smoke run of a tuned
-  setting keeps n and samples 2n responses (and n + 1 vines) instead.
+  setting keeps n and samples 2n responses (and n + 1 vines, for an algorithm
+  with vines) instead.
   """
-  n = overrides.get("train.set_size")
-  if size != "smoke" or n is None:
+  keys = [k for k in overrides if k.startswith("algorithm.") and k.endswith(".set_size")]
+  if size != "smoke" or not keys:
     return overrides
-  return dict(overrides, **{"train.samples_per_prompt": max(4, 2 * n),
-                            "train.vine_samples": max(3, n + 1)})
+  n = overrides[keys[0]]
+  out = dict(overrides, **{"train.samples_per_prompt": max(4, 2 * n)})
+  module = importlib.import_module(os.path.splitext(config_file)[0].replace("/", "."))
+  if "vines" in module.get_config(config_string).algorithm:
+    out["algorithm.vines.samples"] = max(3, n + 1)
+  return out
 
 
 def domains(value: str):
@@ -56,7 +65,7 @@ def get_sweep(arg=None):
   runs = [(f"configs/{algorithm}.py", f"domain={domain},size={args.size}", dict(shared))
           for domain in chosen for algorithm in ALGORITHMS]
   runs += [("configs/poly_epo.py", f"domain={domain},size={args.size}",
-            dict(shared, **{"train.objective": "polychromic_correct_only"}))
+            dict(shared, **{"algorithm.objective": "polychromic_correct_only"}))
            for domain in chosen]
   return runs
 
@@ -69,5 +78,6 @@ def one_knob_sweep(arg, config_file: str, key: str, values):
   args = choices.parse_arg(arg, domains="all", size="default", seeds=3)
   shared = shared_overrides(args.seeds, args.size)
   return [(config_file, f"domain={domain},size={args.size}",
-           fit_smoke(dict(shared, **{key: value}), args.size))
+           fit_smoke(config_file, f"domain={domain},size={args.size}",
+                     dict(shared, **{key: value}), args.size))
           for domain in domains(args.domains) for value in values]

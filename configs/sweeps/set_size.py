@@ -12,4 +12,4 @@ SET_SIZES = (2, 4, 8)
 
 
 def get_sweep(arg=None):
-  return headline.one_knob_sweep(arg, "configs/poly_epo.py", "train.set_size", SET_SIZES)
+  return headline.one_knob_sweep(arg, "configs/poly_epo.py", "algorithm.set_size", SET_SIZES)

@@ -32,7 +32,7 @@ def get_sweep(arg=None):
                           provisional=False, seeds=5, steps=300, size="default")
   if not args.chosen:
     return headline.one_knob_sweep(f"domains={args.domains},size={args.size},seeds=3",
-                                   "configs/reward_shaping.py", "train.lam", LAMBDAS)
+                                   "configs/reward_shaping.py", "algorithm.lam", LAMBDAS)
   shared = final.final_overrides(args.seeds, args.steps, args.size)
   runs = []
   for domain in headline.domains(args.domains):
@@ -43,6 +43,6 @@ def get_sweep(arg=None):
                        f"it first (configs/sweeps/tuning.py).")
     overrides = dict(shared, **entry["overrides"])
     runs += [(entry["config_file"], f"domain={domain},size={args.size}",
-              dict(overrides, **{"train.lam": lam, "run.eval_at_start": False}))
-             for lam in LAMBDAS if lam != entry["overrides"]["train.lam"]]
+              dict(overrides, **{"algorithm.lam": lam, "run.eval_at_start": False}))
+             for lam in LAMBDAS if lam != entry["overrides"]["algorithm.lam"]]
   return runs

@@ -63,10 +63,13 @@ def tuning_overrides(seeds: int, steps: int, size: str):
 
 def algorithm_overrides(algorithm: algorithms.Algorithm, config_string: str) -> Dict[str, object]:
   """The overrides that make `algorithm.config` run `algorithm`: its identifying
-  config.train values that the config file does not already set."""
+  config.algorithm values that the config file does not already set."""
   module = importlib.import_module(os.path.splitext(algorithm.config)[0].replace("/", "."))
-  config = module.get_config(config_string)
-  return {f"train.{k}": v for k, v in algorithm.train.items() if config.train[k] != v}
+  config = algorithms.flat(module.get_config(config_string).algorithm.to_dict())
+  if config["name"] != algorithm.algorithm.get("name", config["name"]):
+    raise ValueError(f"{algorithm.config} runs {config['name']!r}, not {algorithm.label}'s "
+                     f"{algorithm.algorithm['name']!r}.")
+  return {f"algorithm.{k}": v for k, v in algorithm.algorithm.items() if config[k] != v}
 
 
 def at_edge(learning_rate: float, grid) -> Optional[str]:
@@ -116,7 +119,8 @@ def read_chosen(path: str, domain: str, *, provisional: bool = False, edges: boo
                      f"tuning rule extends the grid until each is inside "
                      f"(configs/sweeps/tuning.py:extend={path}). Pass provisional=true to "
                      f"use the choices as they stand.")
-  return chosen[domain]
+  return {key: dict(entry, overrides=algorithms.upgrade_overrides(key, entry["overrides"]))
+          for key, entry in chosen[domain].items()}
 
 
 def extension(path: str, domain: str, size: str, shared, provisional: bool) -> List[tuple]:
@@ -127,7 +131,9 @@ def extension(path: str, domain: str, size: str, shared, provisional: bool) -> L
     if AT_EDGE not in entry:
       continue
     lr = entry["overrides"]["train.learning_rate"]
-    runs += [(entry["config_file"], f"domain={domain},size={size}", headline.fit_smoke(
+    config_string = f"domain={domain},size={size}"
+    runs += [(entry["config_file"], config_string, headline.fit_smoke(
+        entry["config_file"], config_string,
         dict(shared, **dict(entry["overrides"], **{"train.learning_rate": new})), size))
              for new in beyond(lr, entry[AT_EDGE])]
   return runs

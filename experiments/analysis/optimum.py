@@ -4,13 +4,13 @@
   entry = optimum.summary(rows)                      # {algorithm key: {...}}
 
 `rows` is one domain's `records.select_rows`. A row is predicted when its run
-trains with a set objective (its estimator's registry entry has `set_objective`:
-Poly-EPO, its correct-only ablation, Poly-PPO; objective `train.objective`, n =
-`train.set_size`) or is standard RL (GRPO, Dr. GRPO, PPO: the mean reward, whose
-optimum does not depend on n, written n = 1). For each, `polyepo.mixtures.predict`
-picks on every applicability pattern of the `test` problems the strategy mixture
-that maximises the objective when each strategy is carried out with its forced
-accuracy, once with the base model's forced accuracies (the Base row's) and once
+trains with a set objective (`polyepo.rl.algorithms.Algorithm.maximises`:
+Poly-EPO, its correct-only ablation, its windowed form, Poly-PPO; objective
+`algorithm.objective`, n = `algorithm.set_size`) or is standard RL (GRPO, Dr.
+GRPO, PPO: the mean reward, whose optimum does not depend on n, written n = 1).
+For each, `polyepo.mixtures.predict` picks on every applicability pattern of the
+`test` problems the strategy mixture that maximises the objective when each
+strategy is carried out with its forced accuracy, once with the base model's forced accuracies (the Base row's) and once
 with the run's own, and predicts pass@1, the distinct correct strategies among the
 evaluation's samples and the strategy shares; beside them the run's measured
 values.
@@ -31,7 +31,6 @@ from experiments.analysis.records import per_problem
 from experiments.analysis.tables import rounded
 
 SPLIT = "test"
-STANDARD_RL = ("grpo", "ppo")   # estimators that maximise the mean reward
 LARGEST = 3                     # strategies shown per share cell ...
 SMALLEST = 0.005                # ... of at least this share
 DATASET_SIZE, DATASET_SEED = 256, 0   # envs.datasets.load_split's defaults
@@ -56,14 +55,15 @@ NOTE = (
     "strategies exceed 8, the exact sum's limit.")
 
 
-def objective_of(train: Dict[str, Any]) -> Optional[Tuple[str, int]]:
-  """(objective, n) a run's config.train maximises; None for neither set RL nor standard RL."""
-  from polyepo.rl import estimators  # pylint: disable=g-import-not-at-top
-  if estimators.get(train["estimator"]).set_objective:
-    return train["objective"], int(train["set_size"])
-  if train["estimator"] in STANDARD_RL:
-    return "mean_reward", 1
-  return None
+def objective_of(spec: Dict[str, Any]) -> Optional[Tuple[str, int]]:
+  """(objective, n) a run's config.algorithm maximises (`Algorithm.maximises`): its
+  set objective, ("mean_reward", 1) for standard RL; None for neither, or for an
+  algorithm defined in a module that does not import here."""
+  from polyepo.rl import algorithms  # pylint: disable=g-import-not-at-top
+  try:
+    return algorithms.resolve(spec).maximises
+  except ValueError:
+    return None
 
 
 @functools.lru_cache(maxsize=None)
@@ -108,7 +108,7 @@ def predictions(rows: Dict[str, Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
   out = {}
   for label, row in rows.items():
     record, run = row["record"], row["run"]
-    target = objective_of(run.config["train"])
+    target = objective_of(run.config["algorithm"])
     if label == "Base" or target is None or SPLIT not in record:
       continue
     head = record[SPLIT]["mean"]

@@ -63,9 +63,10 @@ def load_runs(sweep_dirs: Sequence[str]) -> List[RunRecord]:
       if not evals or not os.path.exists(os.path.join(workdir, "config.json")):
         continue
       with open(os.path.join(workdir, "config.json")) as f:
-        config = json.load(f)
-      lam = config["train"]["lam"] if config["train"]["estimator"] == "reward_shaping" else None
-      label = config.get("algorithm") or algorithms.label_of(config["train"])
+        config = algorithms.upgrade(json.load(f))
+      spec = config["algorithm"]
+      lam = spec.get("lam") if spec["name"] == "reward_shaping" else None
+      label = config.get("label") or algorithms.label_of(spec)
       runs.append(RunRecord(name, config["domain"], label, lam, config,
                             evals, read_jsonl_or_empty(writers.jsonl_path(workdir, "train.jsonl")),
                             sweep=index))
@@ -150,9 +151,9 @@ CRITERION = (claims_registry.TUNING["split"], claims_registry.TUNING["criterion"
 def setting(run: RunRecord) -> Dict[str, Any]:
   """{override key: value}: the run's config file's values it was given (learning
   rate and its algorithm's knobs, `algorithms.Algorithm.knobs`)."""
-  t = run.config["train"]
-  out = {"train.learning_rate": t["learning_rate"]}
-  out.update({f"train.{k}": t[k] if k in t else algorithms.KNOB_DEFAULTS[k]
+  spec = algorithms.flat(run.config["algorithm"])
+  out = {"train.learning_rate": run.config["train"]["learning_rate"]}
+  out.update({f"algorithm.{k}": spec[k] if k in spec else algorithms.KNOB_DEFAULTS[k]
               for k in algorithms.knobs(run.algorithm)})
   return out
 
@@ -185,12 +186,11 @@ def in_grid_order(group: Sequence[RunRecord]) -> List[RunRecord]:
 def describe(values: Dict[str, Any]) -> str:
   """A setting in words: 'lr=3e-05, λ=0.3', 'lr=3e-05, n=4, normalize=batch' (objective
   left out: it is in the label)."""
-  values = dict(values)
-  if "train.normalize" in values:   # per prompt, over the batch, or none
-    over = values.pop("train.normalize_over", "prompt")
-    values["train.normalize"] = over if values["train.normalize"] else "none"
-  names = {"train.learning_rate": "lr", "train.lam": "λ", "train.set_size": "n",
-           "train.normalize": "normalize"}
+  values = {k.rsplit(".", 1)[-1]: v for k, v in values.items()}   # by field name
+  if "normalize" in values:   # per prompt, over the batch, or none
+    over = values.pop("normalize_over", "prompt")
+    values["normalize"] = over if values["normalize"] else "none"
+  names = {"learning_rate": "lr", "lam": "λ", "set_size": "n", "normalize": "normalize"}
   return ", ".join(f"{names[k]}={v:g}" if isinstance(v, float) else f"{names[k]}={v}"
                    for k, v in values.items() if k in names)
 
@@ -246,7 +246,7 @@ def shaping_by_lambda(runs: Sequence[RunRecord], domain: str) -> Dict[float, Run
     return {}
 
   def budget(run):
-    return ({k: v for k, v in setting(run).items() if k != "train.lam"},
+    return ({k: v for k, v in setting(run).items() if k != "algorithm.lam"},
             run.config["train"]["num_steps"], num_seeds(run.evals[-1], "test"))
 
   out: Dict[float, RunRecord] = {}

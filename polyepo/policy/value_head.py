@@ -11,7 +11,7 @@ reads the transformer's final normalised hidden state h_t (the one the policy's
 logits are computed from) through `stop_gradient`:
 
 * the base model is pretrained without a critic, so the head lives in its own
-  subtree `params["value_head"]`, created only when an estimator needs a critic
+  subtree `params["value_head"]`, created only when an algorithm has a critic
   ("ppo", "poly_ppo"). The transformer ignores parameters it does not own, so
   sampling, evaluation and checkpoints of the policy read the same tree; the
   other estimators' parameter trees, optimiser states and checkpoints are
@@ -22,9 +22,9 @@ logits are computed from) through `stop_gradient`:
   policy's update is the clipped policy gradient alone, exactly as for the
   other estimators, so PPO and Poly-PPO differ from GRPO and Poly-EPO in their
   advantages and nothing else. The head has its own optimiser and learning
-  rate (`polyepo.train.make_optimizer`).
+  rate (`polyepo.rl.parts.Critic.optimizer`).
 
-What else it reads is `TrainConfig.value_model` (`VALUE_MODELS`): with
+What else it reads is the critic's `model` (`polyepo.rl.parts.Critic`, `VALUE_MODELS`): with
 "surprise" the head also reads the policy's surprise at the tokens before each
 state (`surprise`, from the sampling log-probs: free); with "trunk" it reads a
 transformer of its own instead, a copy of the base model that the value loss
@@ -43,7 +43,7 @@ KEY = "value_head"
 """The subtree of the parameters that holds the head."""
 
 VALUE_MODELS = ("head", "surprise", "trunk")
-"""What the critic reads (`TrainConfig.value_model`): "head", the policy's final
+"""What the critic reads (`Critic.model`): "head", the policy's final
 hidden states through stop_gradient; "surprise", those and the policy's surprise
 at the tokens before each state (`surprise`); "trunk", the final hidden states of
 a transformer of its own, a copy of the base model trained by the value loss
@@ -61,7 +61,7 @@ def init(key: jax.Array, width: int, hidden: int = 0, trunk=None) -> Dict[str, A
     width: d, the features' size.
     hidden: h, the hidden layer's size (0: d).
     trunk: None, or the transformer parameters the critic reads its features
-      from (value_model "trunk": a copy of the base model's).
+      from (critic model "trunk": a copy of the base model's).
 
   Returns:
     {"hidden": {"kernel": f32[d, h], "bias": f32[h]},
@@ -86,7 +86,7 @@ def has_head(params) -> bool:
 
 
 def has_trunk(params) -> bool:
-  """Whether the critic reads a transformer of its own (value_model "trunk")."""
+  """Whether the critic reads a transformer of its own (critic model "trunk")."""
   return "trunk" in (params[KEY] if KEY in params else params)
 
 
@@ -164,7 +164,7 @@ def values(params, model_config: model_lib.TransformerConfig, prompt_tokens: jax
       on the tokens (one more forward pass; the value loss trains the trunk).
     surprise_inputs: f32[G * count, T, SURPRISE_FEATURES], `surprise` of these
       tokens: read after the features by a head that reads them
-      (value_model "surprise").
+      (critic model "surprise").
 
   Returns:
     f32[G * count, T].

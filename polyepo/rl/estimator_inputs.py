@@ -1,8 +1,8 @@
-"""What a train step hands an estimator, and the pieces estimators share.
+"""What a train step hands an algorithm's batch builder, and the pieces they share.
 
 `Setup` is fixed for a run, `Rollouts` is a step's sampled responses with their
-rewards and strategy labels; `polyepo.estimators` (the registry) and
-`polyepo.critic` (PPO's and Poly-PPO's batches) build on them.
+rewards and strategy labels; `polyepo.rl.estimators` (the critic-free batches)
+and `polyepo.rl.ppo_batch` (PPO's and Poly-PPO's) build on them.
 """
 
 import math
@@ -20,7 +20,7 @@ from polyepo.policy import model as model_lib
 
 class Setup(NamedTuple):
   """What is fixed for a run: the settings, the policy's shape, the env, the mesh."""
-  config: Any                  # polyepo.train.TrainConfig
+  config: Any                  # polyepo.rl.train.TrainConfig (the shared settings)
   model_config: model_lib.TransformerConfig
   env: Any
   mesh: Optional[jax.sharding.Mesh]
@@ -53,25 +53,28 @@ def masked_std(x: jax.Array, mask: jax.Array) -> jax.Array:
   return jnp.sqrt(jnp.sum(jnp.square(x - mean) * m) / count)
 
 
-def check_set_objective(config, num_samples: int) -> None:
-  """The objective exists and needs no answers, 1 <= n < num_samples, and
-  num_subsets fits C(num_samples, n) (an exact advantage must be affordable)."""
-  checks.one_of("objective", config.objective, tuple(objectives.OBJECTIVES))
-  if config.objective in objectives.NEEDS_ANSWERS:
-    raise ValueError(f"objective={config.objective!r} needs answer ids, which training "
+def check_objective(objective: str, set_size: int, num_subsets: int) -> None:
+  """The objective exists and needs no answers, n >= 1 and num_subsets >= 0 (what a set
+  algorithm can check before it knows the samples per prompt)."""
+  checks.one_of("objective", objective, tuple(objectives.OBJECTIVES))
+  if objective in objectives.NEEDS_ANSWERS:
+    raise ValueError(f"objective={objective!r} needs answer ids, which training "
                      f"does not collect; choose another objective.")
-  if not 1 <= config.set_size < config.samples_per_prompt:
+  checks.at_least("set_size", set_size, 1)
+  checks.at_least("num_subsets", num_subsets, 0)
+
+
+def check_sets_fit(objective: str, set_size: int, num_subsets: int, samples_per_prompt: int,
+                   num_samples: int) -> None:
+  """n < samples_per_prompt, and num_subsets fits C(num_samples, n) (an exact advantage,
+  num_subsets = 0, must be affordable)."""
+  if not 1 <= set_size < samples_per_prompt:
     raise ValueError(f"set_size must satisfy 1 <= set_size < samples_per_prompt="
-                     f"{config.samples_per_prompt}, got set_size={config.set_size}.")
-  check_subsets(config, num_samples)
-
-
-def check_subsets(config, num_samples: int) -> None:
-  """num_subsets fits C(num_samples, n), and an exact advantage is affordable."""
-  total = math.comb(num_samples, config.set_size)
-  if config.num_subsets < 0 or config.num_subsets > total:
+                     f"{samples_per_prompt}, got set_size={set_size}.")
+  total = math.comb(num_samples, set_size)
+  if num_subsets < 0 or num_subsets > total:
     raise ValueError(f"num_subsets must be 0 (all subsets) or 1..C(N, n) = {total}, "
-                     f"got {config.num_subsets}.")
-  if config.num_subsets == 0 and config.objective not in adv_lib.CLOSED_FORMS and total > 1 << 16:
-    raise ValueError(f"objective={config.objective!r} has no closed form and C(N, n) = "
+                     f"got {num_subsets}.")
+  if num_subsets == 0 and objective not in adv_lib.CLOSED_FORMS and total > 1 << 16:
+    raise ValueError(f"objective={objective!r} has no closed form and C(N, n) = "
                      f"{total} subsets are too many to enumerate; set num_subsets.")

@@ -203,7 +203,7 @@ def train_and_evaluate(run: plan.RunPlan, progress: bool = True) -> Dict[str, An
   if run.record is not None:
     writers.write_json_atomically(os.path.join(workdir, "config.json"), run.record)
 
-  init, run_chunk = train.make_train(config, model_config, env, run.env_params,
+  init, run_chunk = train.make_train(config, run.algorithm, model_config, env, run.env_params,
                                      num_seeds=settings.num_seeds,
                                      seed_batch_size=settings.seed_batch_size, mesh=run.mesh)
   keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(settings.seed), s))(
@@ -228,7 +228,7 @@ def train_and_evaluate(run: plan.RunPlan, progress: bool = True) -> Dict[str, An
                                    base_params)
         writer.write("eval", 0, last_eval)
     chunk = config.steps_per_chunk
-    bar = tqdm(total=config.num_steps, initial=start, desc=f"train {config.estimator}",
+    bar = tqdm(total=config.num_steps, initial=start, desc=f"train {run.algorithm.name}",
                unit="step", disable=not progress)
     step = start
     while step < config.num_steps:

@@ -1,12 +1,12 @@
 """One RL run's plan: its host-side settings, and every check before any work.
 
-  run = plan.make(config, settings, env, env_params, workdir,
+  run = plan.make(config, algorithm, settings, env, env_params, workdir,
                   load_base=..., load_problems=...)
   loop.train_and_evaluate(run)
 
 `make` checks everything a run needs before any work and before any file is
-written (the settings against the TrainConfig, the env against the estimator,
-the run directory), then loads the base model and the eval problems and
+written (the settings against the TrainConfig, the algorithm against the
+shared settings and the env, the run directory), then loads the base model and the eval problems and
 returns a frozen `RunPlan`, which `polyepo.rl.loop` trusts.
 """
 
@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from polyepo import checks, parallel
 from polyepo.evaluation import evaluate, splits
 from polyepo.io import rundir
-from polyepo.rl import train
+from polyepo.rl import algorithms, train
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,17 +101,19 @@ def check_settings(settings: RunSettings) -> None:
   checks.at_least("max_checkpoints", settings.max_checkpoints, 1)
 
 
-def validate(settings: RunSettings, config: train.TrainConfig, env) -> None:
-  """Raises ValueError unless the run's settings and env fit its TrainConfig:
-  eval_every and checkpoint_every must be multiples of its steps_per_chunk, and
-  the env must serve its estimator (`train.validate_env`). Each config checks
-  its own fields at construction."""
+def validate(settings: RunSettings, config: train.TrainConfig,
+             algorithm: algorithms.Algorithm, env) -> None:
+  """Raises ValueError unless the run's settings, algorithm and env fit its
+  TrainConfig: eval_every and checkpoint_every must be multiples of its
+  steps_per_chunk, and the algorithm must run with the shared settings on the
+  env (`train.check`). Each config and algorithm checks its own fields when
+  built."""
   for name in ("eval_every", "checkpoint_every"):
     value = getattr(settings, name)
     if value % config.steps_per_chunk:
       raise ValueError(f"{name}={value} must be a non-negative multiple of "
                        f"steps_per_chunk={config.steps_per_chunk}.")
-  train.validate_env(config, env)
+  train.check(config, algorithm, env)
 
 
 def check_workdir(workdir: str, resume: bool, overwrite: bool) -> None:
@@ -139,7 +141,8 @@ class RunPlan:
   """Everything one RL run needs, checked once (`make`).
 
   Attributes:
-    config: the RL settings of the compiled step.
+    config: the shared RL settings of the compiled step.
+    algorithm: the algorithm (`polyepo.rl.algorithms`).
     settings: the host-side settings.
     model_config: the policy's TransformerConfig.
     env, env_params: the environment.
@@ -152,6 +155,7 @@ class RunPlan:
     mesh: optional mesh with a `data` axis (see train.make_train).
   """
   config: train.TrainConfig
+  algorithm: algorithms.Algorithm
   settings: RunSettings
   model_config: Any
   env: Any
@@ -165,7 +169,8 @@ class RunPlan:
   mesh: Any = None
 
 
-def make(config: train.TrainConfig, settings: RunSettings, env, env_params, workdir: str, *,
+def make(config: train.TrainConfig, algorithm: algorithms.Algorithm, settings: RunSettings,
+         env, env_params, workdir: str, *,
          load_base: Callable[[], Tuple[Any, Any]],
          load_problems: Callable[[], Dict[str, Any]], resume: bool = False,
          overwrite: bool = False, record: Optional[Dict[str, Any]] = None,
@@ -173,17 +178,18 @@ def make(config: train.TrainConfig, settings: RunSettings, env, env_params, work
   """Checks a run, then loads what it trains from; returns its RunPlan.
 
   Every check runs here once, before any work and before any file is written:
-  the settings and env against the TrainConfig (`validate`) and the run
+  the settings, algorithm and env against the TrainConfig (`validate`) and the run
   directory (`check_workdir`). Only then are the base model
   (`load_base() -> (model_config, params)`) and the eval problems
   (`load_problems() -> {split: problems}`) loaded, which may pretrain or build
   TFDS splits into their caches.
   """
-  validate(settings, config, env)
+  validate(settings, config, algorithm, env)
   check_workdir(workdir, resume, overwrite)
   model_config, base_params = load_base()
-  return RunPlan(config=config, settings=settings, model_config=model_config, env=env,
-                 env_params=env_params, base_params=base_params,
+  return RunPlan(config=config, algorithm=algorithm, settings=settings,
+                 model_config=model_config, env=env, env_params=env_params,
+                 base_params=base_params,
                  eval_problems=load_problems(), workdir=workdir, resume=resume,
                  overwrite=overwrite, record=record, mesh=mesh)
 

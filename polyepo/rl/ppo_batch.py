@@ -1,27 +1,38 @@
 """PPO's and Poly-PPO's batch: values from the sampler's features, vines from rollout
-states, GAE and (with a set objective) set advantages (`polyepo.poly_ppo`).
+states, GAE and (with a set objective) set advantages (`polyepo.rl.poly_ppo`).
 
-`polyepo.estimators.critic_estimator` makes the registry's entries from `batch`
-and the checks here.
+`polyepo.rl.algorithms.ppo` and `poly_ppo` bind a `Settings` to `batch`.
 """
 
 import functools
+from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 
-from polyepo import checks
 from polyepo.core import objectives
 from polyepo.core import gae as gae_lib
 from polyepo.env_api import DEGENERATE
 from polyepo.parallel import shard_prompts
 from polyepo.policy import value_head as value_head_lib
+from polyepo.rl import parts
 from polyepo.rl import poly_ppo
 from polyepo.rl import estimator_inputs as rollouts_lib
 from polyepo.rl import vines as vines_lib
 
 
-def batch(set_objective: bool, setup: rollouts_lib.Setup, rollouts: rollouts_lib.Rollouts,
+class Settings(NamedTuple):
+  """An algorithm's settings that its critic batch reads (`polyepo.rl.algorithms`)."""
+  critic: parts.Critic
+  gae: parts.GAE
+  normalize: bool                      # standardise each set's and the step's GAE advantages
+  objective: Optional[str] = None      # the set objective; None: PPO (no sets, no vines)
+  set_size: int = 1
+  num_subsets: int = 0
+  vines: Optional[parts.Vines] = None  # None: set advantages at the prompt only
+
+
+def batch(settings: Settings, setup: rollouts_lib.Setup, rollouts: rollouts_lib.Rollouts,
           key, axis_name):
   """Vines, values, GAE and (with a set objective) set advantages of the step's groups.
 
@@ -35,20 +46,22 @@ def batch(set_objective: bool, setup: rollouts_lib.Setup, rollouts: rollouts_lib
   old log-probs too.
   """
   config, env, mesh = setup.config, setup.env, setup.mesh
+  critic, set_objective = settings.critic, settings.objective is not None
+  vines_settings = settings.vines if set_objective else None
   params, prompts, rollout = rollouts.params, rollouts.prompts, rollouts.rollout
   reward, label = rollouts.reward, rollouts.label
   B, N, T = config.prompts_per_step, config.samples_per_prompt, env.max_response_len
-  K = config.num_vine_states if set_objective else 0
-  N_v = config.vine_samples
+  K = vines_settings.num_states if vines_settings else 0
+  N_v = vines_settings.samples if vines_settings else 0
   M = N + K * N_v
   choose_key, vine_key, subset_key = jax.random.split(jax.random.fold_in(key, 1), 3)
   per_group = lambda x: x.reshape((B, -1) + x.shape[1:])
   tokens, mask = per_group(rollout.tokens), per_group(rollout.mask)       # [B, N, T]
   old_logp = root_logp = per_group(rollout.logprobs)
-  trunk = config.value_model == "trunk"      # else a head on the sampler's features
-  surprise = config.value_model == "surprise"
+  trunk = not critic.reads_features         # else a head on the sampler's features
+  surprise = critic.reads_surprise
   surprise_inputs = value_head_lib.surprise(root_logp, mask) if surprise else None
-  old_values = None if trunk else value_head_lib.read(
+  old_values = None if trunk else critic.read(
       params, per_group(rollout.features), surprise_inputs)
   start = jnp.zeros((B, N), jnp.int32)
   if set_objective:
@@ -58,7 +71,7 @@ def batch(set_objective: bool, setup: rollouts_lib.Setup, rollouts: rollouts_lib
   loss_mask, states_valid = mask, jnp.ones((B, 1), bool)
   if K:
     states = jax.vmap(lambda k, b: vines_lib.choose_states(
-        k, b, K, config.vine_selection))(jax.random.split(choose_key, B), boundaries)
+        k, b, K, vines_settings.selection))(jax.random.split(choose_key, B), boundaries)
     vines = vines_lib.sample_vines(params, setup.model_config, vine_key, prompts, tokens,
                                    states, samples=N_v, temperature=config.temperature,
                                    axis_name=axis_name, return_features=not trunk)
@@ -77,7 +90,7 @@ def batch(set_objective: bool, setup: rollouts_lib.Setup, rollouts: rollouts_lib
           flat(vines_lib.context_logprobs(root_logp, states, vines)), flat(vines.mask))
       surprise_inputs = cat(surprise_inputs, vine_surprise)
     if not trunk:
-      old_values = cat(old_values, value_head_lib.read(params, flat(vines.features),
+      old_values = cat(old_values, critic.read(params, flat(vines.features),
                                                        vine_surprise))
     start = cat(start, flat(vines.start))
     boundaries = cat(boundaries, per_group(vine_boundaries))
@@ -88,19 +101,20 @@ def batch(set_objective: bool, setup: rollouts_lib.Setup, rollouts: rollouts_lib
       setup, params, prompts, tokens.reshape(B * M, T), mask.reshape(B * M, T),
       old_logp.reshape(B * M, T), M))
   if trunk:
-    old_values = per_group(value_head_lib.values(
+    old_values = per_group(critic.values(
         params, setup.model_config, prompts, tokens.reshape(B * M, T),
         mask.reshape(B * M, T), M))
   old_logp = jnp.where(loss_mask, old_logp, 0.0)
   old_values = jnp.where(loss_mask, old_values, 0.0)
   groups = jax.vmap(functools.partial(
       poly_ppo.group_advantages, num_roots=N, vine_samples=N_v,
-      objective=config.objective if set_objective else None,
-      set_size=config.set_size, num_subsets=config.num_subsets or None,
-      window=config.vine_window, gamma=config.gamma, lam=config.gae_lambda,
-      normalize=config.normalize))(reward, label, old_values, loss_mask, boundaries, start,
-                                   jax.random.split(subset_key, B))
-  advantages = poly_ppo.token_advantages(groups, loss_mask, config.normalize)
+      objective=settings.objective, set_size=settings.set_size,
+      num_subsets=settings.num_subsets or None,
+      window=vines_settings.window if vines_settings else 1, gamma=settings.gae.gamma,
+      lam=settings.gae.lam, normalize=settings.normalize))(
+          reward, label, old_values, loss_mask, boundaries, start,
+          jax.random.split(subset_key, B))
+  advantages = poly_ppo.token_advantages(groups, loss_mask, settings.normalize)
   batch = dict(tokens=tokens, mask=mask, loss_mask=loss_mask, old_logp=old_logp,
                advantages=advantages, old_values=old_values, returns=groups.returns)
   if surprise:
@@ -139,33 +153,3 @@ def mean_strategies(labels: jax.Array, valid: jax.Array) -> jax.Array:
   distinct = jax.vmap(objectives.num_distinct_strategies)(jnp.where(valid, labels, DEGENERATE))
   has_any = jnp.any(valid, axis=1)
   return jnp.sum(jnp.where(has_any, distinct, 0)) / jnp.maximum(jnp.sum(has_any), 1)
-
-
-def check(config) -> None:
-  """GAE's γ and λ in [0, 1], the value head's optimiser, per-set standardisation only."""
-  if config.normalize_over != "prompt":
-    raise ValueError(f"normalize_over={config.normalize_over!r} is not available to "
-                     f"estimator={config.estimator!r}, which standardises each set's and the "
-                     f"step's GAE advantages (polyepo.poly_ppo); use normalize_over='prompt'.")
-  for name in ("gamma", "gae_lambda"):
-    if not 0 <= getattr(config, name) <= 1:
-      raise ValueError(f"{name} must be in [0, 1], got {getattr(config, name)}.")
-  checks.greater_than("value_learning_rate", config.value_learning_rate, 0)
-  checks.at_least("value_clip", config.value_clip, 0)
-  checks.one_of("value_model", config.value_model, value_head_lib.VALUE_MODELS)
-
-
-def check_vines(config) -> None:
-  """A critic's checks, the set objective at the prompt, and the vines' settings."""
-  check(config)
-  rollouts_lib.check_set_objective(config, config.samples_per_prompt)
-  checks.at_least("num_vine_states", config.num_vine_states, 0)
-  checks.at_least("vine_window", config.vine_window, 1)
-  checks.one_of("vine_selection", config.vine_selection, vines_lib.SELECTIONS)
-  if config.num_vine_states and config.vine_samples <= config.set_size:
-    raise ValueError(
-        f"vine_samples must be > set_size={config.set_size} (a rollout state's sets of n "
-        f"are drawn from its vines; with vine_samples = n every vine's advantage is 0), "
-        f"got vine_samples={config.vine_samples}.")
-  if config.num_vine_states:
-    rollouts_lib.check_subsets(config, config.vine_samples)

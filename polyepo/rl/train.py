@@ -1,9 +1,9 @@
 """RL post-training of the policy: GRPO, reward shaping, set RL (Poly-EPO), PPO, Poly-PPO.
 
 One compiled step does all of it: sample B prompts -> N rollouts each -> reward
-and strategy label from the environment -> the configured estimator's batch
-(`polyepo.estimators`: advantages, and for a critic value targets, over M >= N
-responses per prompt) -> μ epochs of the clipped policy-gradient loss over
+and strategy label from the environment -> the algorithm's batch
+(`polyepo.rl.algorithms`: advantages, and for a critic value targets, over
+M >= N responses per prompt) -> μ epochs of the clipped policy-gradient loss over
 minibatches (each gradient accumulated over micro-batches,
 `polyepo.accumulation`) -> optax update. `make_train` returns pure functions:
 
@@ -24,56 +24,31 @@ import optax
 
 from polyepo import accumulation, checks, parallel
 from polyepo.core import losses, metrics
-from polyepo.core import gae as gae_lib
 from polyepo.evaluation import splits
 from polyepo.policy import sampling
 from polyepo.policy import model as model_lib
 from polyepo.policy import value_head as value_head_lib
-from polyepo.rl import estimators
+from polyepo.rl import parts
+from polyepo.rl import algorithms as algorithms_lib
 from polyepo.rl import estimator_inputs as rollouts_lib
-
-NORMALIZE_OVER = ("prompt", "batch")  # what `normalize` standardises over
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-  """Static settings of an RL run (hashable; checked at construction, `validate`).
+  """The settings every RL algorithm shares (hashable; checked at construction, `validate`).
 
-  The defaults are the RL configs' (configs/base.py builds `config.train` from
-  them, and overrides only the algorithm's fields and the size presets), so
-  this is the one place each default is written.
+  An algorithm's own hyperparameters are bound in its value
+  (`polyepo.rl.algorithms`, `config.algorithm`), not here. The defaults are the
+  RL configs' (configs/base.py builds `config.train` from them and overrides
+  only the size presets), so this is the one place each default is written.
 
   Attributes:
-    estimator: a `polyepo.estimators.REGISTRY` name: "grpo",
-      "reward_shaping", "set_rl" (Poly-EPO with the polychromic objective),
-      "set_rl_windowed" (its set advantage on each response's first step
-      only), "ppo" (GAE from a critic) or "poly_ppo" (set advantages at
-      rollout states, GAE elsewhere; the set RL note's §6.1); or 'package.module:ATTRIBUTE'
-      naming an `Estimator` defined outside the package.
-    normalize: grpo / reward_shaping: divide by the group's reward std (False
-      is Dr. GRPO); set_rl: standardise each prompt's marginal advantages;
-      ppo / poly_ppo: standardise each set's advantages and the step's GAE
-      advantages (`polyepo.poly_ppo`).
-    normalize_over: with `normalize`, for grpo / reward_shaping / set_rl:
-      "prompt" standardises each prompt's group of N (as above); "batch"
-      computes each group's advantages unnormalised (centred rewards for
-      grpo and reward shaping, raw marginal advantages for set_rl) and
-      standardises all B * N of the step together, so a group whose
-      advantages are small (an all-correct group under set_rl) keeps them
-      small instead of being scaled to unit size.
-    lam: reward-shaping weight λ >= 0.
-    objective: set objective name for set_rl and poly_ppo (polychromic =
-      Poly-EPO / Poly-PPO).
-    set_size: n, the set size for set_rl and poly_ppo (1 <= n < N, and
-      n < vine_samples with vines).
-    num_subsets: 0 for the exact all-subsets advantage (closed form where one
-      exists), else K sampled subsets (of each set).
     prompts_per_step: B, prompts per step.
     samples_per_prompt: N, rollouts per prompt.
     temperature: rollout temperature.
     num_epochs: μ, passes over the rollouts per step.
     num_minibatches: minibatches per epoch; each holds B / num_minibatches
-      whole groups (a prompt and its N responses), so it must divide B.
+      whole groups (a prompt and its M responses), so it must divide B.
     microbatch_rows: responses per micro-batch of the update: each minibatch's
       gradient is accumulated over micro-batches of whole groups, the most
       that hold at most this many responses (at least one group; as many as
@@ -81,39 +56,13 @@ class TrainConfig:
       (`default_microbatch_rows`). The same loss and gradient to float rounding
       (the micro-batches' losses divide by the minibatch's totals,
       `polyepo.losses.Totals`).
-    learning_rate, warmup_steps, weight_decay, grad_clip: optimiser (AdamW,
-      linear warm-up then constant).
+    learning_rate, warmup_steps, weight_decay, grad_clip: the policy's optimiser
+      (AdamW, linear warm-up then constant; a critic's gradient is clipped at
+      grad_clip too).
     eps_low, eps_high, aggregation, kl_coef: the clipped PG loss (polyepo.losses).
     num_steps: total RL steps.
     steps_per_chunk: steps per compiled chunk.
-    gamma, gae_lambda: ppo / poly_ppo: GAE's discount γ and λ, in [0, 1].
-    value_learning_rate: ppo / poly_ppo: Adam learning rate of the value head
-      (its own optimiser: the head starts from zero, the policy from the base).
-    value_clip: ppo / poly_ppo: ε of the clipped value loss (0: unclipped).
-    value_model: ppo / poly_ppo: what the critic reads
-      (`polyepo.value_head.VALUE_MODELS`): "head", an MLP on the policy's final
-      hidden states through stop_gradient (the sampler's, no forward pass of
-      its own); "surprise", the same MLP reading also the policy's surprise at
-      the tokens so far (`value_head.surprise`, from the sampling log-probs);
-      "trunk", the same MLP on a copy of the base transformer that
-      the value loss trains (its own features: one more forward pass per step
-      and a forward and backward per update).
-    num_vine_states: poly_ppo: rollout states per prompt besides the prompt
-      (K; 0: set RL at the prompt only, GAE after its window).
-    vine_samples: poly_ppo: N_v continuations sampled from each rollout state
-      (n < N_v: the state's sets of n are drawn from its vines).
-    vine_window: poly_ppo: W >= 1, reasoning steps from a rollout state that
-      its set advantage covers (the set RL note's window T).
-    vine_selection: poly_ppo: how rollout states are drawn among the step
-      boundaries (polyepo.vines.SELECTIONS: "uniform" or "early").
   """
-  estimator: str = "set_rl"
-  normalize: bool = True
-  normalize_over: str = "prompt"
-  lam: float = 0.0
-  objective: str = "polychromic"
-  set_size: int = 4
-  num_subsets: int = 0
   prompts_per_step: int = 16
   samples_per_prompt: int = 16
   temperature: float = 1.0
@@ -130,15 +79,6 @@ class TrainConfig:
   kl_coef: float = 0.0
   num_steps: int = 100
   steps_per_chunk: int = 10
-  gamma: float = 1.0
-  gae_lambda: float = 0.95
-  value_learning_rate: float = 1e-3
-  value_clip: float = 0.2
-  value_model: str = "head"
-  num_vine_states: int = 2
-  vine_samples: int = 8
-  vine_window: int = 2
-  vine_selection: str = "uniform"
 
   def __post_init__(self):
     validate(self)
@@ -147,16 +87,9 @@ class TrainConfig:
 def validate(config: TrainConfig) -> None:
   """Raises ValueError naming the field and the valid choices or range, before compiling.
 
-  The fields every estimator reads are checked here, the rest by the
-  estimator's own `check`. Learning rate 0 is allowed: the policy then stays
-  the base model (a control).
+  Learning rate 0 is allowed: the policy then stays the base model (a control).
   """
-  estimator = estimators.get(config.estimator)
   checks.one_of("aggregation", config.aggregation, losses.AGGREGATIONS)
-  checks.one_of("normalize_over", config.normalize_over, NORMALIZE_OVER)
-  if config.normalize_over == "batch" and not config.normalize:
-    raise ValueError("normalize_over='batch' needs normalize=True (it standardises the "
-                     "step's advantages together), got normalize=False.")
   checks.at_least("samples_per_prompt", config.samples_per_prompt, 2)
   for name in ("prompts_per_step", "num_epochs", "num_minibatches", "num_steps",
                "steps_per_chunk"):
@@ -169,28 +102,26 @@ def validate(config: TrainConfig) -> None:
         f"num_minibatches={config.num_minibatches} must divide prompts_per_step="
         f"{config.prompts_per_step}: a minibatch holds whole groups (a prompt and its "
         f"samples_per_prompt responses).")
-  for name in ("lam", "kl_coef", "learning_rate", "warmup_steps", "weight_decay",
-               "microbatch_rows"):
+  for name in ("kl_coef", "learning_rate", "warmup_steps", "weight_decay", "microbatch_rows"):
     checks.at_least(name, getattr(config, name), 0)
   checks.greater_than("grad_clip", config.grad_clip, 0)
   checks.greater_than("temperature", config.temperature, 0)
   if not 0 <= config.eps_low < 1 or config.eps_high < 0:
     raise ValueError(f"need 0 <= eps_low < 1 and eps_high >= 0, got "
                      f"eps_low={config.eps_low}, eps_high={config.eps_high}.")
-  estimator.check(config)
 
 
-def validate_env(config: TrainConfig, env) -> None:
-  """Raises ValueError naming the field when the env cannot serve the estimator.
-
-  Poly-PPO's rollout states and windows are step boundaries: the env must
-  declare `has_step_boundaries` (`polyepo.env_api.Env`).
-  """
-  if estimators.get(config.estimator).step_boundaries and not env.has_step_boundaries:
+def check(config: TrainConfig, algorithm: algorithms_lib.Algorithm, env) -> None:
+  """Raises ValueError naming the field when the algorithm cannot run with these shared
+  settings (`Algorithm.check`) or on this env: Poly-PPO's rollout states and windowed
+  set RL's windows are step boundaries, so the env must declare
+  `has_step_boundaries` (`polyepo.env_api.Env`). `plan.make` runs it before any work."""
+  algorithm.check(config)
+  if algorithm.step_boundaries and not env.has_step_boundaries:
     raise ValueError(
-        f"estimator={config.estimator!r} needs an env with step_boundaries (its rollout "
-        f"states and windows are reasoning-step boundaries); {type(env).__name__} has none. "
-        f"Choose a domain that marks its steps or another estimator.")
+        f"algorithm {algorithm.name!r} needs an env with step_boundaries (its windows are "
+        f"reasoning-step boundaries); {type(env).__name__} has none. Choose a domain that "
+        f"marks its steps or another algorithm.")
 
 
 class TrainState(NamedTuple):
@@ -200,31 +131,33 @@ class TrainState(NamedTuple):
   key: jax.Array       # u32[2], raw PRNG key data (checkpointable)
 
 
-def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
+def make_optimizer(config: TrainConfig,
+                   critic: Optional[parts.Critic] = None) -> optax.GradientTransformation:
   """AdamW with linear warm-up and global-norm clipping for the policy.
 
   With a critic (ppo, poly_ppo) the value head (`params["value_head"]`) has its
-  own clipped Adam at `value_learning_rate` (optax.multi_transform); the
-  policy's part is the same transformation as for the other estimators.
+  own optimiser (`Critic.optimizer`, through optax.multi_transform); the
+  policy's part is the same transformation as for the other algorithms.
   """
   schedule = optax.linear_schedule(0.0, config.learning_rate, max(config.warmup_steps, 1))
   policy = optax.chain(optax.clip_by_global_norm(config.grad_clip),
                        optax.adamw(schedule, weight_decay=config.weight_decay))
-  if not estimators.get(config.estimator).critic:
+  if critic is None:
     return policy
-  value = optax.chain(optax.clip_by_global_norm(config.grad_clip),
-                      optax.adam(config.value_learning_rate))
+  value = critic.optimizer(config.grad_clip)
   labels = lambda params: {k: "value" if k == value_head_lib.KEY else "policy" for k in params}
   return optax.multi_transform({"policy": policy, "value": value}, labels)
 
 
-def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, env,
-               env_params, *, num_seeds: Optional[int] = None, seed_batch_size: int = 0,
+def make_train(config: TrainConfig, algorithm: algorithms_lib.Algorithm,
+               model_config: model_lib.TransformerConfig, env, env_params, *,
+               num_seeds: Optional[int] = None, seed_batch_size: int = 0,
                mesh=None) -> Tuple[Callable, Callable]:
   """Builds `init(base_params, key)` and `run_chunk(state, base_params)`.
 
   Args:
-    config: the RL settings.
+    config: the shared RL settings.
+    algorithm: the algorithm (`polyepo.rl.algorithms`), its hyperparameters bound.
     model_config: the policy's TransformerConfig.
     env, env_params: the environment and its numeric params.
     num_seeds: if given, the returned functions are vmapped over S seeds and
@@ -244,19 +177,18 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     the seeds' rollouts stop together. With config.kl_coef > 0 the base
     model scores every rollout: the KL to it enters the loss and is logged
     (`kl_to_base`); otherwise `base_params` is not read (evaluation measures
-    the KL). The env must serve the estimator (`validate_env`, which
-    `plan.make` runs before any work).
+    the KL). The settings must suit the algorithm and the env (`check`,
+    which `plan.make` runs before any work).
   """
   if mesh is not None and config.prompts_per_step % mesh.shape["data"]:
     raise ValueError(f"prompts_per_step={config.prompts_per_step} must be divisible by the "
                      f"{mesh.shape['data']} devices of the data axis.")
-  estimator = estimators.get(config.estimator)
   setup = rollouts_lib.Setup(config, model_config, env, mesh)
-  optimizer = make_optimizer(config)
+  critic = algorithm.critic
+  optimizer = make_optimizer(config, critic)
   B, N, T = config.prompts_per_step, config.samples_per_prompt, env.max_response_len
-  critic = estimator.critic
-  head_critic = critic and config.value_model != "trunk"   # reads the sampler's features
-  M = estimator.responses_per_group(config)   # N rollouts, then any responses it adds
+  head_critic = critic is not None and critic.reads_features   # reads the sampler's features
+  M = algorithm.responses_per_group(config)   # N rollouts, then any responses it adds
   groups_per_minibatch = B // config.num_minibatches
   groups_per_microbatch = accumulation.microbatch_groups(config.microbatch_rows,
                                                          groups_per_minibatch, M)
@@ -267,12 +199,7 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     """A state whose policy starts from `params` (the base model); key: u32[2]."""
     key = jax.random.wrap_key_data(key) if key.dtype == jnp.uint32 else key
     if critic:  # a zero-output value head of its own (polyepo.value_head)
-      trunk = params if config.value_model == "trunk" else None
-      head = value_head_lib.init(
-          jax.random.fold_in(key, 1 << 30),
-          value_head_lib.input_width(model_config.width, config.value_model),
-          model_config.width, trunk=trunk)
-      params = value_head_lib.attach(params, head)
+      params = critic.init(jax.random.fold_in(key, 1 << 30), params, model_config)
     return TrainState(params, optimizer.init(params), jnp.zeros((), jnp.int32),
                       jax.random.key_data(key))
 
@@ -286,8 +213,8 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     head reads besides the features) -> (log-probs, V(s_t)), each f32[G * M, T]."""
     logp, features = model_lib.sequence_logprobs_and_features(
         params, model_config, prompts, tokens, mask, samples_per_prompt=M)
-    return logp, value_head_lib.values(params, model_config, prompts, tokens, mask, M,
-                                       features, surprise)
+    return logp, critic.values(params, model_config, prompts, tokens, mask, M, features,
+                               surprise)
 
   def update(params, opt_state, batch):
     """One optimiser step on G whole groups: prompts [G, P], the rest [G, M, ...].
@@ -312,9 +239,8 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
                                        rest["loss_mask"], loss_config, rest["ref_logp"],
                                        totals)
       if critic:
-        m["value_loss"] = gae_lib.value_loss(values, rest["old_values"], rest["returns"],
-                                             rest["loss_mask"], config.value_clip,
-                                             totals.tokens)
+        m["value_loss"] = critic.loss(values, rest["old_values"], rest["returns"],
+                                      rest["loss_mask"], totals.tokens)
         loss = loss + m["value_loss"]   # reaches the value head only
       return loss, m
 
@@ -337,7 +263,7 @@ def make_train(config: TrainConfig, model_config: model_lib.TransformerConfig, e
     repeated = jax.tree.map(lambda x: jnp.repeat(x, N, axis=0), problems)
     reward, label = env.score(repeated, rollout.tokens)
     reward, label = reward.reshape(B, N), label.reshape(B, N)
-    batch, extra_metrics = estimator.build_batch(
+    batch, extra_metrics = algorithm.build_batch(
         setup, rollouts_lib.Rollouts(state.params, problems, prompts, rollout, reward, label),
         subset_key, axis_name)
     per_group = lambda x: x.reshape((B, -1) + x.shape[1:])                # [B, M, ...]

@@ -48,7 +48,17 @@ def _assert_one_line_error(result, message, tmp_path):
      "Fields of 'train': aggregation, eps_high,"),
     ([SMOKE, "--config.tarin.learning_rate=1e-4"],
      "unknown config field 'tarin.learning_rate'; did you mean 'train'? Fields at the top "
-     "level: base, domain, env,"),
+     "level: algorithm, base, domain, env,"),
+    ([SMOKE, "--config.algorithm.set_sise=8"],
+     "unknown config field 'algorithm.set_sise'; did you mean 'algorithm.set_size'? Fields of "
+     "'algorithm': name, normalize, normalize_over, num_subsets, objective, set_size."),
+    ([SMOKE, "--config.train.set_size=8"],
+     "unknown config field 'train.set_size'. Fields of 'train': aggregation, eps_high,"),
+    ([SMOKE, "--config.algorithm.lam=0.3"],
+     "unknown config field 'algorithm.lam'. Fields of 'algorithm': name, normalize,"),
+    (["--config=configs/poly_ppo.py:size=smoke", "--config.algorithm.critic.modle=trunk"],
+     "unknown config field 'algorithm.critic.modle'; did you mean 'algorithm.critic.model'? "
+     "Fields of 'algorithm.critic': clip, learning_rate, model."),
     (["--config=notebooks/01_quickstart.ipynb"],
      "--config: 'notebooks/01_quickstart.ipynb' is not a config file"),
     (["--config=configs/gpro.py:size=smoke"],
@@ -58,9 +68,13 @@ def _assert_one_line_error(result, message, tmp_path):
      "polynomial_roots"),
     (["--config=configs/grpo.py:size=huge"],
      "--config=configs/grpo.py:size=huge: size='huge' is not one of: smoke, default, paper."),
-    ([SMOKE, "--config.train.set_size=99"],
+    ([SMOKE, "--config.algorithm.set_size=99"],
      "set_size must satisfy 1 <= set_size < samples_per_prompt=4, got set_size=99."),
-    ([SMOKE, "--config.train.set_size=abc"], "--config.train.set_size=abc: invalid literal"),
+    ([SMOKE, "--config.algorithm.set_size=abc"],
+     "--config.algorithm.set_size=abc: invalid literal"),
+    ([SMOKE, "--config.algorithm.name=a2c"],
+     "algorithm.name must be one of 'grpo', 'reward_shaping', 'set_rl', 'set_rl_windowed', "
+     "'ppo', 'poly_ppo' or 'package.module:ATTRIBUTE'; got 'a2c'."),
     ([SMOKE, "--resume", "--overwrite"], "Pass at most one of --resume and --overwrite."),
     ([SMOKE, "--workdri=x"], "Unknown command line flag 'workdri'"),
     ([], "Flag --config must have a value other than None."),
@@ -70,8 +84,11 @@ def _assert_one_line_error(result, message, tmp_path):
      "(--config=configs/grpo.py:domain=multiplication,size=smoke); choose it once."),
     (["--config=configs/grpo.py:size=smoke", "--config.domain=nope"],
      "--config=configs/grpo.py:size=smoke,domain=nope: domain='nope' is not one of"),
-], ids=["misspelled_field", "misspelled_section", "notebook_as_config", "missing_config_file",
-        "bad_domain", "bad_size", "invalid_value", "unparsable_value", "resume_and_overwrite",
+], ids=["misspelled_field", "misspelled_section", "misspelled_algorithm_field",
+        "algorithm_field_under_train", "another_algorithm_s_field", "misspelled_part_field",
+        "notebook_as_config", "missing_config_file",
+        "bad_domain", "bad_size", "invalid_value", "unparsable_value", "unknown_algorithm",
+        "resume_and_overwrite",
         "unknown_flag", "no_config", "domain_chosen_twice", "bad_domain_override"])
 def test_synthetic_mistakes_are_one_line(args, message, tmp_path):
   result = _run(["-m", "experiments.synthetic", f"--workdir={tmp_path / 'run'}", *args],
@@ -138,7 +155,7 @@ def test_a_missing_sweep_directory_is_one_line(module, tmp_path):
 
 @pytest.mark.parametrize("args", [
     [SMOKE, "--config.train.lerning_rate=1e-4"],  # fails while the flags are parsed
-    [SMOKE, "--config.train.set_size=99"],        # fails in main
+    [SMOKE, "--config.algorithm.set_size=99"],    # fails in main
 ], ids=["while_parsing_flags", "in_main"])
 def test_verbose_adds_the_traceback(args, tmp_path):
   result = _run(["-m", "experiments.synthetic", f"--workdir={tmp_path / 'run'}", *args,
@@ -222,8 +239,8 @@ def test_verbose_in_reads_the_last_setting(argv, verbose):
 
 
 @pytest.mark.parametrize("argv,expected", [
-    (["--config=c.py:size=smoke", "--config.domain=x", "--config.train.lam=1"],
-     ["--config=c.py:size=smoke,domain=x", "--config.train.lam=1"]),
+    (["--config=c.py:size=smoke", "--config.domain=x", "--config.algorithm.lam=1"],
+     ["--config=c.py:size=smoke,domain=x", "--config.algorithm.lam=1"]),
     (["--config", "c.py", "--config.domain", "x", "--config.size=smoke"],
      ["--config=c.py:domain=x,size=smoke"]),
     (["--config.size=smoke", "--config=c.py"], ["--config=c.py:size=smoke"]),

@@ -15,16 +15,33 @@ from configs import (base, choices, grpo, pass_at_k, poly_epo, poly_epo_windowed
                      reward_shaping)
 from configs import pretrain as pretrain_config
 from experiments import build
+from experiments.analysis import algorithms as analysis_algorithms
 from polyepo.policy import model
 from polyepo.pretraining import pretrain
-from polyepo.rl import plan, train
+from polyepo.rl import algorithms, parts, plan, train
 import repo
 
 ROOT = repo.ROOT
 ALGORITHMS = {"grpo": grpo, "reward_shaping": reward_shaping, "poly_epo": poly_epo,
               "pass_at_k": pass_at_k, "ppo": ppo, "poly_ppo": poly_ppo,
               "poly_epo_windowed": poly_epo_windowed}
-ALGORITHM_FIELDS = {"estimator", "lam", "objective", "value_model"}  # an algorithm file sets
+# Hand-written: what each config file sets of its algorithm, besides the factory's
+# defaults (config.algorithm is `algorithms.spec(name, **these)` at size=default).
+SETS = {
+    "grpo": ("grpo", {}),
+    "reward_shaping": ("reward_shaping", dict(lam=0.3)),
+    "poly_epo": ("set_rl", dict(objective="polychromic")),
+    "pass_at_k": ("set_rl", dict(objective="pass_at_n")),
+    "ppo": ("ppo", dict(critic={"model": "surprise"})),
+    "poly_ppo": ("poly_ppo", dict(objective="polychromic", critic={"model": "surprise"})),
+    "poly_epo_windowed": ("set_rl_windowed", dict(
+        first={"name": "set_rl", "objective": "polychromic", "normalize": True},
+        rest={"name": "grpo", "normalize": True})),
+}
+# Hand-written: what a size preset sets of an algorithm, wherever the algorithm (or
+# a nested one: windowed's first and rest) has the field.
+SIZE_SETS = {"smoke": dict(set_size=2), "default": {}, "paper": dict(set_size=8)}
+VINE_SETS = {"smoke": dict(num_states=1, samples=3), "default": {}, "paper": dict(samples=16)}
 
 
 def _names(cls):
@@ -41,6 +58,7 @@ def _defaults(cls):
 def test_config_fields_are_exactly_the_dataclass_fields(name, size):
   config = ALGORITHMS[name].get_config(f"size={size}")
   assert set(config.train) == _names(train.TrainConfig)
+  assert set(config.algorithm) == set(algorithms.spec(SETS[name][0]))
   assert set(config.run) == _names(plan.RunSettings)
   assert set(config.base.pretrain) == _names(pretrain.PretrainConfig)
   assert set(config.base.model) == set(pretrain_config.MODEL_FIELDS) <= _names(
@@ -50,13 +68,15 @@ def test_config_fields_are_exactly_the_dataclass_fields(name, size):
 @pytest.mark.parametrize("domain", choices.DOMAINS)
 @pytest.mark.parametrize("name", ALGORITHMS)
 def test_default_size_takes_the_dataclass_defaults(name, domain):
-  """size=default changes nothing but the algorithm's fields and the per-domain
-  pretraining values (mixture, slip_rate, num_steps: no dataclass default; the
+  """size=default takes TrainConfig's and RunSettings' defaults, and the algorithm's
+  factory's but for what its config file sets (SETS); it changes nothing but the
+  per-domain pretraining values (mixture, slip_rate, num_steps: no dataclass default; the
   preference stage's mixture and steps: by default no preference stage; the
   weight decay)."""
   config = ALGORITHMS[name].get_config(f"domain={domain}")
-  defaults = _defaults(train.TrainConfig)
-  assert {k for k in defaults if config.train[k] != defaults[k]} <= ALGORITHM_FIELDS
+  assert config.train.to_dict() == dataclasses.asdict(train.TrainConfig())
+  algorithm, sets = SETS[name]
+  assert config.algorithm.to_dict() == algorithms.spec(algorithm, **sets)
   assert config.run.to_dict() == dataclasses.asdict(plan.RunSettings())
   pretrain_defaults = _defaults(pretrain.PretrainConfig)
   assert set(pretrain_defaults) == _names(pretrain.PretrainConfig) - {
@@ -68,20 +88,70 @@ def test_default_size_takes_the_dataclass_defaults(name, domain):
   assert {k: getattr(model_defaults, k) for k in config.base.model} == config.base.model.to_dict()
 
 
+def _with_size(spec, size):
+  """`spec` (an `algorithms.spec` dict) with SIZE_SETS[size] set wherever it or a
+  nested algorithm has the field, and VINE_SETS[size] in its vines."""
+  out = {k: _with_size(v, size) if isinstance(v, dict) and "name" in v else v
+         for k, v in spec.items()}
+  out.update({k: v for k, v in SIZE_SETS[size].items() if k in out})
+  if "vines" in out:
+    out["vines"] = dict(out["vines"], **VINE_SETS[size])
+  return out
+
+
+@pytest.mark.parametrize("size", choices.SIZES)
+@pytest.mark.parametrize("name", ALGORITHMS)
+def test_a_size_sets_the_set_size_and_vines_wherever_the_algorithm_has_them(name, size):
+  """The size presets' set size and vines reach every algorithm that has them (windowed
+  Poly-EPO's `first`) and no other; every config is valid at every size."""
+  config = ALGORITHMS[name].get_config(f"size={size}")
+  algorithm, sets = SETS[name]
+  assert config.algorithm.to_dict() == _with_size(algorithms.spec(algorithm, **sets), size)
+  assert config.train.samples_per_prompt == {"smoke": 4, "default": 16, "paper": 32}[size]
+  build.check_config(config)
+
+
+def test_the_size_presets_by_hand():
+  """Hand-written: smoke and paper's set sizes where an algorithm has one, windowed
+  Poly-EPO's in `first` only, GRPO's algorithm the same at every size."""
+  assert poly_epo.get_config("size=smoke").algorithm.set_size == 2
+  assert poly_epo.get_config("size=paper").algorithm.set_size == 8
+  windowed = poly_epo_windowed.get_config("size=smoke").algorithm
+  assert windowed.first.to_dict() == dict(name="set_rl", objective="polychromic", set_size=2,
+                                          num_subsets=0, normalize=True, normalize_over="prompt")
+  assert windowed.rest.to_dict() == dict(name="grpo", normalize=True, normalize_over="prompt")
+  assert "set_size" not in windowed
+  assert poly_epo_windowed.get_config("size=paper").algorithm.first.set_size == 8
+  assert all(grpo.get_config(f"size={size}").algorithm.to_dict() ==
+             dict(name="grpo", normalize=True, normalize_over="prompt")
+             for size in choices.SIZES)
+  assert reward_shaping.get_config("size=smoke").algorithm.to_dict() == dict(
+      name="reward_shaping", lam=0.3, normalize=True, normalize_over="prompt")
+  assert ppo.get_config("size=smoke").algorithm.to_dict() == dict(
+      name="ppo", critic=dict(model="surprise", learning_rate=1e-3, clip=0.2),
+      gae=dict(gamma=1.0, lam=0.95), normalize=True)
+
+
+def test_records_read_config_train_as_train_config_s_fields():
+  """experiments.analysis.algorithms writes config.train's fields down, so that reading
+  old records needs no JAX: they are TrainConfig's."""
+  assert analysis_algorithms._SHARED_FIELDS == tuple(  # pylint: disable=protected-access
+      f.name for f in dataclasses.fields(train.TrainConfig))
+
+
 def test_the_main_job_runs_with_the_values_it_always_had():
   """Hand-written: the values of the main job (3e-5, 100 steps, ...; the base
   model's two stages as in results/base/)."""
   config = poly_epo.get_config("domain=multiplication")
+  assert config.algorithm.to_dict() == dict(
+      name="set_rl", objective="polychromic", set_size=4, num_subsets=0, normalize=True,
+      normalize_over="prompt")
   assert config.train.to_dict() == dict(
-      estimator="set_rl", normalize=True, normalize_over="prompt", lam=0.0,
-      objective="polychromic", set_size=4,
-      num_subsets=0, prompts_per_step=16, samples_per_prompt=16, temperature=1.0,
+      prompts_per_step=16, samples_per_prompt=16, temperature=1.0,
       num_epochs=1, num_minibatches=2, microbatch_rows=0, learning_rate=3e-5, warmup_steps=5,
       weight_decay=0.0,
       grad_clip=1.0, eps_low=0.2, eps_high=0.28, aggregation="token_mean", kl_coef=0.0,
-      num_steps=100, steps_per_chunk=10, gamma=1.0, gae_lambda=0.95,
-      value_learning_rate=1e-3, value_clip=0.2, value_model="head", num_vine_states=2,
-      vine_samples=8, vine_window=2, vine_selection="uniform")
+      num_steps=100, steps_per_chunk=10)
   assert config.run.to_dict() == dict(
       num_seeds=1, seed_batch_size=0, seed=0, eval_every=50, checkpoint_every=50,
       eval_at_start=True, eval_splits=("validation", "test", "ood"),
@@ -100,9 +170,10 @@ def test_the_main_job_runs_with_the_values_it_always_had():
   roots = pretrain_config.get_config("domain=polynomial_roots").pretrain
   assert (roots.slip_rate, roots.num_steps, roots.preference_steps,
           roots.weight_decay) == (0.1, 3000, 150, 1.0)
-  assert reward_shaping.get_config().train.lam == 0.3
-  assert grpo.get_config().train.estimator == "grpo"
-  assert pass_at_k.get_config().train.objective == "pass_at_n"
+  assert reward_shaping.get_config().algorithm.lam == 0.3
+  assert grpo.get_config().algorithm.name == "grpo"
+  assert (pass_at_k.get_config().algorithm.name,
+          pass_at_k.get_config().algorithm.objective) == ("set_rl", "pass_at_n")
   smoke = grpo.get_config("size=smoke")
   assert (smoke.train.num_steps, smoke.train.num_minibatches, smoke.run.eval_every) == (4, 1, 0)
   paper = poly_epo.get_config("size=paper")
@@ -194,12 +265,22 @@ def test_poly_ppo_and_ppo_configs(size, states, vines, n):
   """Hand-written: Poly-PPO's vines per size (n < N_v at every size, so each state's
   sets of n are proper subsets of its vines), PPO the same machinery without sets."""
   config = poly_ppo.get_config(f"domain=polynomial_roots,size={size}")
-  t = config.train
-  assert (t.estimator, t.objective) == ("poly_ppo", "polychromic")
-  assert (t.num_vine_states, t.vine_samples, t.set_size, t.vine_window) == (states, vines, n, 2)
-  assert (t.gamma, t.gae_lambda, t.value_clip, t.vine_selection) == (1.0, 0.95, 0.2, "uniform")
-  train.validate(build.rl_settings(config).train)
-  assert ppo.get_config(f"size={size}").train.estimator == "ppo"
+  a = config.algorithm
+  assert (a.name, a.objective, a.num_subsets, a.normalize) == ("poly_ppo", "polychromic", 0,
+                                                               True)
+  assert (a.vines.num_states, a.vines.samples, a.set_size, a.vines.window) == (states, vines, n,
+                                                                               2)
+  assert (a.gae.gamma, a.gae.lam, a.critic.clip, a.vines.selection) == (1.0, 0.95, 0.2,
+                                                                        "uniform")
+  assert (a.critic.model, a.critic.learning_rate) == ("surprise", 1e-3)
+  settings = build.rl_settings(config)
+  train.check(settings.train, settings.algorithm, settings.env)
+  assert settings.algorithm.critic == parts.Critic(model="surprise")
+  assert settings.algorithm.extra_responses == states * vines
+  assert settings.algorithm.responses_per_group(settings.train) == (
+      settings.train.samples_per_prompt + states * vines)
+  other = ppo.get_config(f"size={size}").algorithm
+  assert (other.name, other.critic.model, "vines" in other) == ("ppo", "surprise", False)
 
 
 def _documented(cls):
@@ -212,7 +293,7 @@ def _documented(cls):
 
 
 @pytest.mark.parametrize("cls", [train.TrainConfig, plan.RunSettings, pretrain.PretrainConfig,
-                                 model.TransformerConfig])
+                                 model.TransformerConfig, parts.Critic, parts.Vines])
 def test_every_field_is_documented_once_in_its_dataclass(cls):
   missing = sorted(_names(cls) - _documented(cls))
   assert not missing, f"{cls.__name__}'s docstring does not document {missing}"
@@ -223,8 +304,14 @@ def test_every_field_is_documented_once_in_its_dataclass(cls):
 
 
 def test_an_algorithm_cannot_set_an_unknown_field():
-  with pytest.raises(TypeError, match="learning_rat"):
-    base.get_config(None, name="x", learning_rat=1.0)
+  with pytest.raises(ValueError, match=r"algorithm 'grpo' has no field 'lamb'; its fields: "
+                                       r"normalize, normalize_over\."):
+    base.get_config(None, name="x", algorithm="grpo", lamb=1.0)
+  # A shared setting is config.train's, not the algorithm's.
+  with pytest.raises(ValueError, match="algorithm 'set_rl' has no field 'learning_rate'"):
+    base.get_config(None, name="x", algorithm="set_rl", learning_rate=1.0)
+  with pytest.raises(ValueError, match="algorithm.name must be one of 'grpo', "):
+    base.get_config(None, name="x", algorithm="a2c")
 
 
 @pytest.mark.parametrize("arg,match", [
@@ -245,10 +332,16 @@ def test_bad_config_strings(arg, match):
 
 
 def test_rl_settings_unpacks_the_dataclasses():
-  train_config, settings, _, _ = build.rl_settings(poly_epo.get_config("size=smoke"))
+  train_config, algorithm, settings, _, _ = build.rl_settings(poly_epo.get_config("size=smoke"))
   assert train_config == train.TrainConfig(
       **poly_epo.get_config("size=smoke").train.to_dict())
+  assert isinstance(algorithm, algorithms.Algorithm)
+  assert (algorithm.name, algorithm.maximises, algorithm.critic) == ("set_rl",
+                                                                     ("polychromic", 2), None)
   assert settings.num_devices == 0 and settings.eval_num_samples == 4
+  windowed = build.rl_settings(poly_epo_windowed.get_config("size=smoke")).algorithm
+  assert (windowed.name, windowed.step_boundaries, windowed.maximises) == (
+      "set_rl_windowed", True, ("polychromic", 2))
 
 
 @pytest.mark.parametrize("field,value,match", [
@@ -265,8 +358,19 @@ def test_rl_settings_unpacks_the_dataclasses():
     ("base.pretrain.mixture", (-1.0,) + (1.0,) * 7, "base: mixture weights must be >= 0"),
     ("base.report.num_samples", 0, "base: report.num_samples must be >= 1, got 0"),
     ("base.report.temperature", -0.1, "base: report.temperature must be >= 0, got -0.1"),
-    ("train.estimator", "a2c", "estimator must be one of 'grpo', 'reward_shaping', 'set_rl', "
-     "'set_rl_windowed', 'ppo', 'poly_ppo'"),
+    ("algorithm.name", "a2c", "algorithm.name must be one of 'grpo', 'reward_shaping', "
+     "'set_rl', 'set_rl_windowed', 'ppo', 'poly_ppo'"),
+    ("algorithm.objective", "polychromatic", "algorithm.objective must be one of 'polychromic'"),
+    ("algorithm.set_size", 4, "set_size must satisfy 1 <= set_size < samples_per_prompt=4, "
+     "got set_size=4"),
+    ("algorithm.num_subsets", 7, r"num_subsets must be 0 \(all subsets\) or 1..C\(N, n\) = 6, "
+     "got 7"),
+    ("algorithm.normalize_over", "group", "algorithm.normalize_over must be one of 'prompt', "
+     "'batch'"),
+    # A name changed alone keeps the other algorithm's fields (the first in a
+    # ConfigDict's sorted order is named).
+    ("algorithm.name", "grpo", r"algorithm: grpo has no field 'num_subsets'; its fields: "
+     r"normalize, normalize_over\."),
 ])
 def test_a_bad_field_fails_when_unpacked_naming_it(field, value, match):
   config = poly_epo.get_config("size=smoke")

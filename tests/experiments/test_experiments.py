@@ -13,6 +13,10 @@ import repo
 
 ROOT = repo.ROOT
 CONFIGS = ("grpo", "reward_shaping", "poly_epo", "pass_at_k", "ppo", "poly_ppo")
+# Hand-written: the algorithm each config runs and the row label its config.json records.
+ALGORITHMS = {"grpo": ("grpo", "GRPO"), "reward_shaping": ("reward_shaping", "Reward shaping"),
+              "poly_epo": ("set_rl", "Poly-EPO"), "pass_at_k": ("set_rl", "Set RL pass@n"),
+              "ppo": ("ppo", "PPO"), "poly_ppo": ("poly_ppo", "Poly-PPO")}
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +41,9 @@ def _smoke(name, domain, cache, tmp_path):
   evals = [json.loads(l) for l in open(workdir / "eval.jsonl")]
   assert [e["step"] for e in evals] == [0, 4]
   assert set(evals[-1]) >= {"test", "ood"}
-  assert json.load(open(workdir / "config.json"))["train"]["estimator"]
+  record = json.load(open(workdir / "config.json"))
+  assert (record["algorithm"]["name"], record["label"]) == ALGORITHMS[name]
+  assert "estimator" not in record["train"]
   assert (workdir / "checkpoints").is_dir() and (workdir / "tb").is_dir()
   return workdir, result
 
@@ -175,12 +181,16 @@ def test_token_errors_scores_every_strategy_on_training_and_test_problems(cache)
 
 
 @pytest.mark.parametrize("override,message", [
-    ("--config.train.set_size=4", "set_size must satisfy 1 <= set_size < samples_per_prompt=4"),
-    ("--config.train.estimator=a2c", "estimator must be one of 'grpo', 'reward_shaping', "
-     "'set_rl', 'set_rl_windowed', 'ppo', 'poly_ppo'"),
-    ("--config.train.objective=polychromatic", "objective must be one of 'polychromic'"),
-    ("--config.train.num_subsets=7", "num_subsets must be 0 (all subsets) or 1..C(N, n) = 6"),
-    ("--config.train.lam=-1.0", "lam must be >= 0"),
+    ("--config.algorithm.set_size=4",
+     "set_size must satisfy 1 <= set_size < samples_per_prompt=4"),
+    ("--config.algorithm.name=a2c", "algorithm.name must be one of 'grpo', 'reward_shaping', "
+     "'set_rl', 'set_rl_windowed', 'ppo', 'poly_ppo' or 'package.module:ATTRIBUTE'; got 'a2c'."),
+    ("--config.algorithm.objective=polychromatic",
+     "algorithm.objective must be one of 'polychromic'"),
+    ("--config.algorithm.num_subsets=7",
+     "num_subsets must be 0 (all subsets) or 1..C(N, n) = 6"),
+    ("--config.algorithm.normalize_over=group",
+     "algorithm.normalize_over must be one of 'prompt', 'batch'"),
     ("--config.matmul_dtype=float16", "matmul_dtype must be one of 'float32', 'bfloat16'"),
     ("--config.run.num_devices=3", "num_devices=3 must divide prompts_per_step="),
     ("--config.run.eval_num_samples=0", "eval_num_samples must be >= 1, got 0"),
@@ -197,13 +207,20 @@ def test_bad_config_fails_before_compiling(override, message, cache, tmp_path):
   assert "pretrain:" not in result.stderr  # no pretraining progress bar: failed before it
 
 
-@pytest.mark.parametrize("override,message", [
-    ("--config.train.vine_window=0", "vine_window must be >= 1, got 0"),
-    ("--config.train.vine_samples=2", "vine_samples must be > set_size=2"),
-    ("--config.train.gae_lambda=2.0", "gae_lambda must be in [0, 1], got 2.0"),
+@pytest.mark.parametrize("config,override,message", [
+    ("reward_shaping", "--config.algorithm.lam=-1.0", "algorithm.lam must be >= 0, got -1.0"),
+    ("poly_ppo", "--config.algorithm.vines.window=0",
+     "algorithm.vines.window must be >= 1, got 0"),
+    ("poly_ppo", "--config.algorithm.vines.samples=2",
+     "algorithm.vines.samples must be > set_size=2"),
+    ("poly_ppo", "--config.algorithm.gae.lam=2.0", "algorithm.gae.lam must be in [0, 1], got 2.0"),
+    ("poly_ppo", "--config.algorithm.critic.model=mlp",
+     "algorithm.critic.model must be one of 'head', "),
+    ("ppo", "--config.algorithm.critic.learning_rate=0.0",
+     "algorithm.critic.learning_rate must be > 0, got 0.0"),
 ])
-def test_bad_poly_ppo_config_fails_before_compiling(override, message, cache, tmp_path):
-  result = _run(["experiments.synthetic", "--config=configs/poly_ppo.py:size=smoke",
+def test_bad_algorithm_config_fails_before_compiling(config, override, message, cache, tmp_path):
+  result = _run(["experiments.synthetic", f"--config=configs/{config}.py:size=smoke",
                  f"--workdir={tmp_path / 'bad'}", override], cache, timeout=120)
   assert result.returncode != 0
   assert message in result.stderr, result.stderr[-2000:]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from experiments import report
-from experiments.analysis import archive, records, stats
+from experiments.analysis import algorithms, archive, records, stats
 from polyepo.evaluation import splits
 from sweep_dirs import ROOT, committed
 
@@ -174,7 +174,9 @@ def test_committed_reports_regenerate_determinism_check(directory, sweeps, tmp_p
 def test_every_final_run_trains_the_committed_choice():
   """Each domain's final sweep in results/final trains exactly results/tuning/chosen.json:
   one run per algorithm, with its config file and every override of its choice, and each
-  archived run's config.json holds those values."""
+  archived run's config.json holds those values. Overrides and records written before
+  an algorithm's knobs moved to config.algorithm are read in today's keys
+  (`algorithms.upgrade_overrides`, `algorithms.upgrade`)."""
   found = dict(committed("summary.json"))
   if "results/final" not in found:
     pytest.skip("no committed final comparison")
@@ -186,11 +188,13 @@ def test_every_final_run_trains_the_committed_choice():
       planned = json.load(f)["runs"]
     assert len(planned) == len(entries), domain
     for key, entry in entries.items():
+      overrides = algorithms.upgrade_overrides(key, entry["overrides"])
       matches = [run for run in planned if run["config_file"] == entry["config_file"]
-                 and all(run["overrides"].get(k) == v for k, v in entry["overrides"].items())]
+                 and all(algorithms.upgrade_overrides(key, run["overrides"]).get(k) == v
+                         for k, v in overrides.items())]
       assert len(matches) == 1, (domain, key, [run["name"] for run in matches])
       with open(os.path.join(sweep_dir, "runs", matches[0]["name"], "config.json")) as f:
-        config = json.load(f)
-      for field, value in entry["overrides"].items():
-        section, name = field.split(".")
-        assert config[section][name] == value, (domain, key, field)
+        config = algorithms.upgrade(json.load(f))
+      for field, value in overrides.items():
+        section, name = field.split(".", 1)
+        assert algorithms.flat(config[section])[name] == value, (domain, key, field)

@@ -27,7 +27,7 @@ def test_run_names_show_what_varies():
   runs = sweep.load_sweep("configs/sweeps/shaping_lambda.py:domains=multiplication,chosen=")
   assert [r.name for r in runs] == [f"reward_shaping-multiplication-default-lam={l}"
                                     for l in (0.1, 0.3, 1.0, 3.0)]
-  assert "--config.train.lam=0.1" in runs[0].flags()
+  assert "--config.algorithm.lam=0.1" in runs[0].flags()
   headline = sweep.load_sweep("configs/sweeps/headline.py")
   assert len(headline) == 8 and len({r.name for r in headline}) == 8
   assert {r.overrides["run.num_seeds"] for r in headline} == {3}
@@ -54,7 +54,9 @@ def test_only_selects_runs_by_name_pattern():
     ('("configs/nope.py", "", {})', "does not exist"),
     ('("configs/grpo.py", "domain=chess", {})', "chess"),
     ('("configs/grpo.py", "", {"train.lr": 1.0})', "'train.lr'"),
-    ('("configs/poly_epo.py", "", {"train.set_size": 16})', "set_size"),
+    ('("configs/poly_epo.py", "", {"algorithm.set_size": 16})', "set_size must satisfy"),
+    ('("configs/poly_epo.py", "", {"train.set_size": 4})', "'train.set_size'"),
+    ('("configs/grpo.py", "", {"algorithm.lam": 0.3})', "'algorithm.lam'"),
     ('("configs/grpo.py", "")', "expected (config file"),
 ])
 def test_bad_sweep_entries_fail_naming_the_problem(entry, message, tmp_path):

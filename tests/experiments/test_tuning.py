@@ -3,6 +3,7 @@ and the sweeps that tune and then train the choice (configs/sweeps/tuning.py, fi
 on constructed run records, with reward shaping across λ (the λ claim, experiments.analysis.claims);
 and the committed tuning regenerated from its archived sweeps."""
 
+import importlib
 import json
 import os
 
@@ -13,7 +14,7 @@ from configs import choices
 from configs.sweeps import tuning as tuning_sweep
 from experiments import report, sweep, tuning
 from experiments.analysis import algorithms, claims, records
-from polyepo.rl import train
+from polyepo.rl import algorithms as algorithms_lib
 from sweep_dirs import ROOT, committed
 
 P, SAMPLES = 8, 32
@@ -28,30 +29,92 @@ def _split(correct_per_problem, seeds=2, distinct_correct=1):
   return {"mean": {"num_samples": SAMPLES, "num_problems": P}, "seeds": [seed] * seeds}
 
 
-def _run(name, config_name, estimator, lr, correct, lam=0.3, set_size=4, normalize=True,
+def _run(name, config_name, algorithm, lr, correct, lam=0.3, set_size=4, normalize=True,
          objective="polychromic", splits=("validation",), domain="multiplication"):
-  """A complete 100-step run whose final evaluation has `correct` correct samples per problem."""
-  config = {"name": config_name, "domain": domain,
-            "train": {"estimator": estimator, "learning_rate": lr, "lam": lam,
-                      "set_size": set_size, "normalize": normalize, "objective": objective,
-                      "num_steps": 100}}
+  """A complete 100-step run whose final evaluation has `correct` correct samples per
+  problem; its config.algorithm holds the fields of `algorithm` (normalize_over
+  left out: the records predate it)."""
+  spec = {"name": algorithm, "normalize": normalize}
+  if algorithm == "reward_shaping":
+    spec["lam"] = lam
+  if algorithm == "set_rl":
+    spec.update(set_size=set_size, objective=objective, num_subsets=0)
+  config = {"name": config_name, "domain": domain, "algorithm": spec,
+            "train": {"learning_rate": lr, "num_steps": 100}}
   evals = [{"step": s, **{split: _split([16] * P) for split in splits}} for s in (0,)]
   evals.append({"step": 100, **{split: _split(correct) for split in splits}})
-  return records.RunRecord(name, domain, algorithms.label_of(config["train"]),
-                           lam if estimator == "reward_shaping" else None, config, evals, [])
+  return records.RunRecord(name, domain, algorithms.label_of(spec),
+                           lam if algorithm == "reward_shaping" else None, config, evals, [])
 
 
 def test_labels_of_every_algorithm():
-  def label(estimator, objective="polychromic", normalize=True):
-    return algorithms.label_of({"estimator": estimator, "objective": objective,
-                                "normalize": normalize})
+  def label(name, objective="polychromic", normalize=True):
+    return algorithms.label_of({"name": name, "objective": objective, "normalize": normalize})
   assert label("grpo") == "GRPO" and label("grpo", normalize=False) == "Dr. GRPO"
   assert label("set_rl") == "Poly-EPO"
   assert label("set_rl", "polychromic_correct_only") == "Poly-EPO (correct-only diversity)"
+  assert label("set_rl", "pass_at_n") == "Set RL pass@n"
   assert label("ppo") == "PPO" and label("poly_ppo") == "Poly-PPO"
   assert label("poly_ppo", "mean_reward") == "Poly-PPO (Set RL mean reward)"
   assert label("poly_ppo", "pass_at_n") == "Poly-PPO (Set RL pass@n)"
   assert label("set_rl", "srl") == "Set RL f_srl"
+  assert algorithms.label_of({"name": "reward_shaping", "lam": 0.3}) == "Reward shaping"
+  # Windowed set RL is told apart by its first part's objective.
+  windowed = {"name": "set_rl_windowed", "rest": {"name": "grpo", "normalize": True}}
+  assert algorithms.label_of(dict(windowed, first={"name": "set_rl",
+                                                   "objective": "polychromic"})) == \
+      "Poly-EPO (windowed)"
+  assert algorithms.label_of(dict(windowed, first={"name": "set_rl",
+                                                   "objective": "pass_at_n"})) == \
+      "set_rl_windowed"
+  # An algorithm outside the table is labelled by its name.
+  assert algorithms.label_of({"name": "rloo_algorithm:rloo", "leave_out": True}) == \
+      "rloo_algorithm:rloo"
+  # Every config file's algorithm gets its row's label.
+  for row in algorithms.ALGORITHMS[1:]:
+    module = importlib.import_module(os.path.splitext(row.config)[0].replace("/", "."))
+    spec = algorithms.flat(module.get_config().algorithm.to_dict())
+    spec.update(row.algorithm)
+    assert algorithms.label_of(_nested(spec)) == row.label, row.label
+
+
+def _nested(flat):
+  """A config.algorithm dict from its dotted keys ("first.objective")."""
+  out = {}
+  for key, value in flat.items():
+    *path, leaf = key.split(".")
+    node = out
+    for part in path:
+      node = node.setdefault(part, {})
+    node[leaf] = value
+  return out
+
+
+def test_a_chosen_setting_of_an_older_tuning_reads_in_today_s_keys():
+  """chosen.json named an algorithm's knobs train.<field> before they moved to
+  config.algorithm (hand-written old keys and new ones)."""
+  assert algorithms.upgrade_overrides("poly_epo_windowed", {
+      "train.learning_rate": 3e-5, "train.set_size": 4, "train.normalize": True,
+      "train.objective": "polychromic"}) == {
+          "train.learning_rate": 3e-5, "algorithm.first.set_size": 4,
+          "algorithm.first.normalize": True, "algorithm.first.objective": "polychromic"}
+  assert algorithms.upgrade_overrides("reward_shaping", {
+      "train.learning_rate": 1e-4, "train.lam": 0.3}) == {
+          "train.learning_rate": 1e-4, "algorithm.lam": 0.3}
+  assert algorithms.upgrade_overrides("poly_epo", {
+      "train.set_size": 8, "train.normalize_over": "batch", "train.objective": "polychromic"}) \
+      == {"algorithm.set_size": 8, "algorithm.normalize_over": "batch",
+          "algorithm.objective": "polychromic"}
+  assert algorithms.upgrade_overrides("poly_ppo", {"train.set_size": 4}) == {
+      "algorithm.set_size": 4}
+  # Shared fields, today's keys and an algorithm without knobs are left as they are.
+  today = {"train.learning_rate": 3e-5, "algorithm.first.set_size": 4}
+  assert algorithms.upgrade_overrides("poly_epo_windowed", today) == today
+  assert algorithms.upgrade_overrides("grpo", {"train.learning_rate": 3e-5}) == {
+      "train.learning_rate": 3e-5}
+  assert algorithms.upgrade_overrides("ppo", {"train.learning_rate": 3e-5,
+                                              "train.num_steps": 300}) == {
+      "train.learning_rate": 3e-5, "train.num_steps": 300}
 
 
 def test_choose_takes_the_best_validation_pass_at_1():
@@ -236,13 +299,14 @@ def test_chosen_settings_reproduce_the_runs():
   chosen = tuning.chosen(_inside_grid())["multiplication"]
   assert chosen["grpo"] == {"config_file": "configs/grpo.py", "run": "g2", "criterion": 0.1875,
                             "overrides": {"train.learning_rate": 3e-5}}
-  assert chosen["reward_shaping"]["overrides"] == {"train.learning_rate": 1e-4, "train.lam": 1.0}
+  assert chosen["reward_shaping"]["overrides"] == {"train.learning_rate": 1e-4,
+                                                   "algorithm.lam": 1.0}
   # normalize_over is missing from these records (written before it existed): the
   # value they trained with, the default, fills in.
   assert chosen["poly_epo"]["overrides"] == {
-      "train.learning_rate": 3e-5, "train.set_size": 8, "train.normalize": False,
-      "train.normalize_over": "prompt", "train.objective": "polychromic"}
-  assert chosen["poly_epo_correct_only"]["overrides"]["train.objective"] == \
+      "train.learning_rate": 3e-5, "algorithm.set_size": 8, "algorithm.normalize": False,
+      "algorithm.normalize_over": "prompt", "algorithm.objective": "polychromic"}
+  assert chosen["poly_epo_correct_only"]["overrides"]["algorithm.objective"] == \
       "polychromic_correct_only"
   assert chosen["poly_epo_correct_only"]["config_file"] == "configs/poly_epo.py"
 
@@ -313,8 +377,8 @@ def test_tuning_files_feed_the_final_and_lambda_sweeps(tmp_path):
   for sweep_arg in (f"final.py:domains=multiplication,chosen={chosen_path},size=smoke",
                     "set_size.py:domains=multiplication,size=smoke"):
     smoke = sweep.load_sweep(f"configs/sweeps/{sweep_arg}")   # checks every run's config
-    sizes = [(r.overrides["train.set_size"], r.overrides["train.samples_per_prompt"])
-             for r in smoke if "train.set_size" in r.overrides]
+    sizes = [(r.overrides["algorithm.set_size"], r.overrides["train.samples_per_prompt"])
+             for r in smoke if "algorithm.set_size" in r.overrides]
     assert sizes and all(N == max(4, 2 * n) for n, N in sizes), sweep_arg
     assert 8 in {n for n, _ in sizes}, sweep_arg   # the smoke preset's N = 4 could not hold it
   # The λ sweep runs the registered λs but the chosen one, as the final comparison
@@ -322,12 +386,37 @@ def test_tuning_files_feed_the_final_and_lambda_sweeps(tmp_path):
   lam_runs = sweep.load_sweep("configs/sweeps/shaping_lambda.py:domains=multiplication,"
                               f"chosen={chosen_path}")
   rs_final = next(r for r in final if r.config_file == "configs/reward_shaping.py")
-  assert [r.overrides["train.lam"] for r in lam_runs] == [0.1, 0.3, 3.0]   # 1.0 was chosen
+  assert [r.overrides["algorithm.lam"] for r in lam_runs] == [0.1, 0.3, 3.0]   # 1.0 was chosen
   assert claims.registry.RULE["lambdas"] == (0.1, 0.3, 1.0, 3.0)
   for run in lam_runs:
-    assert {k: v for k, v in run.overrides.items() if k != "train.lam"} == \
-        {k: v for k, v in rs_final.overrides.items() if k != "train.lam"}
+    assert {k: v for k, v in run.overrides.items() if k != "algorithm.lam"} == \
+        {k: v for k, v in rs_final.overrides.items() if k != "algorithm.lam"}
     assert not run.overrides["run.eval_at_start"]
+
+
+def test_an_older_chosen_json_feeds_the_final_sweep_in_today_s_keys(tmp_path):
+  """A chosen.json written before the algorithms' knobs moved (train.set_size,
+  train.lam, ...) trains the same final runs as today's."""
+  sweep_dir = str(tmp_path / "tuning")
+  for run in _inside_grid():
+    _write(run, sweep_dir)
+  _, chosen_path = tuning.write_tuning([sweep_dir], str(tmp_path / "out"))
+  chosen = json.load(open(chosen_path))
+  old = {domain: {key: dict(entry, overrides={
+      k.replace("algorithm.", "train."): v for k, v in entry["overrides"].items()})
+                  for key, entry in entries.items()} for domain, entries in chosen.items()}
+  assert old["multiplication"]["reward_shaping"]["overrides"] == {
+      "train.learning_rate": 1e-4, "train.lam": 1.0}
+  old_path = tmp_path / "old.json"
+  old_path.write_text(json.dumps(old))
+  assert tuning_sweep.read_chosen(str(old_path), "multiplication") == \
+      chosen["multiplication"]
+  for sweep_file in ("final.py", "shaping_lambda.py"):
+    runs = [sweep.load_sweep(f"configs/sweeps/{sweep_file}:domains=multiplication,chosen={path}")
+            for path in (chosen_path, old_path)]
+    assert runs[0] == runs[1], sweep_file
+  assert {"train.set_size", "train.lam"}.isdisjoint(
+      k for r in runs[1] for k in r.overrides)
 
 
 def test_an_edge_choice_is_marked_refused_and_extended(tmp_path):
@@ -353,7 +442,7 @@ def test_an_edge_choice_is_marked_refused_and_extended(tmp_path):
   # The extension: one step (x or / 3, 2 significant digits) beyond each edge, the
   # rest of the chosen setting kept, the registered seeds and steps.
   runs = sweep.load_sweep(f"configs/sweeps/tuning.py:domains=multiplication,extend={chosen_path}")
-  got = sorted((r.config_file, r.overrides.get("train.objective", ""),
+  got = sorted((r.config_file, r.overrides.get("algorithm.objective", ""),
                 r.overrides["train.learning_rate"]) for r in runs)
   assert got == sorted([("configs/grpo.py", "", 9e-5),
                         ("configs/reward_shaping.py", "", 3.3e-5),
@@ -366,7 +455,7 @@ def test_an_edge_choice_is_marked_refused_and_extended(tmp_path):
     assert run.overrides["run.num_seeds"] == claims.registry.TUNING["seeds"] == 3
     assert run.overrides["train.num_steps"] == claims.registry.TUNING["steps"] == 300
     assert run.overrides["run.eval_splits"] == ("validation",)
-  assert {r.overrides["train.lam"] for r in runs if "train.lam" in r.overrides} == {1.0}
+  assert {r.overrides["algorithm.lam"] for r in runs if "algorithm.lam" in r.overrides} == {1.0}
   # Once the extension's runs are in, GRPO's choice is inside its grid.
   extended = _grid() + [_run("g3", "grpo", "grpo", 9e-5, [5] * P)]
   assert "at_edge" not in tuning.chosen(extended)["multiplication"]["grpo"]
@@ -414,9 +503,9 @@ def test_tuning_sweep_follows_the_registered_rule():
   by_algorithm = {}
   for run in runs:
     config = sweep.build_config(run)
-    label = algorithms.label_of(config.train.to_dict())
+    label = algorithms.label_of(config.algorithm.to_dict())
     by_algorithm.setdefault(label, []).append(run.overrides["train.learning_rate"])
-    assert set(run.overrides) - set(runs[0].overrides) <= {"train.objective"}, run.name
+    assert set(run.overrides) - set(runs[0].overrides) <= {"algorithm.objective"}, run.name
   assert list(by_algorithm) == ["GRPO", "Reward shaping", "Poly-EPO",
                                 "Poly-EPO (correct-only diversity)", "Poly-EPO (windowed)",
                                 "PPO", "Poly-PPO"]
@@ -430,22 +519,29 @@ def test_tuning_sweep_follows_the_registered_rule():
     tuning_sweep.read_chosen("", "multiplication")
 
 
-def test_knob_defaults_are_the_train_config_defaults():
-  """A run recorded before a knob existed trained with TrainConfig's default."""
+def test_knob_defaults_are_the_factories_defaults():
+  """A run recorded before a knob existed trained with its factory's default, in
+  every algorithm that has the knob."""
   for knob, value in algorithms.KNOB_DEFAULTS.items():
-    assert getattr(train.TrainConfig(), knob) == value
-    assert any(knob in a.knobs for a in algorithms.ALGORITHMS)
+    having = [a for a in algorithms.ALGORITHMS if knob in a.knobs]
+    assert having, knob
+    for a in having:
+      assert algorithms.flat(algorithms_lib.spec(a.algorithm["name"]))[knob] == value, a.label
 
 
 def test_a_setting_in_words():
-  assert records.describe({"train.learning_rate": 3e-5, "train.lam": 0.3}) == "lr=3e-05, λ=0.3"
-  poly = {"train.learning_rate": 1e-4, "train.set_size": 8, "train.normalize": True,
-          "train.normalize_over": "batch", "train.objective": "polychromic"}
+  assert records.describe({"train.learning_rate": 3e-5, "algorithm.lam": 0.3}) == \
+      "lr=3e-05, λ=0.3"
+  poly = {"train.learning_rate": 1e-4, "algorithm.set_size": 8, "algorithm.normalize": True,
+          "algorithm.normalize_over": "batch", "algorithm.objective": "polychromic"}
   assert records.describe(poly) == "lr=0.0001, n=8, normalize=batch"
-  assert records.describe(dict(poly, **{"train.normalize": False})) == \
+  assert records.describe(dict(poly, **{"algorithm.normalize": False})) == \
       "lr=0.0001, n=8, normalize=none"
-  assert records.describe({"train.learning_rate": 1e-5, "train.normalize": True}) == \
+  assert records.describe({"train.learning_rate": 1e-5, "algorithm.normalize": True}) == \
       "lr=1e-05, normalize=prompt"   # a record from before normalize_over
+  windowed = {"train.learning_rate": 3e-5, "algorithm.first.set_size": 4,
+              "algorithm.first.normalize": True, "algorithm.first.objective": "polychromic"}
+  assert records.describe(windowed) == "lr=3e-05, n=4, normalize=prompt"
 
 
 def test_committed_tuning_regenerates_determinism_check(tmp_path):

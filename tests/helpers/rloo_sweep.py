@@ -1,8 +1,10 @@
-"""Two learning rates of RLOO (tests/helpers/rloo.py) on multiplication, size=smoke."""
+"""RLOO (tests/helpers/rloo.py) with its own knob, leave_out, both ways, on
+multiplication at size=smoke: each run sets it on its command line
+(--config.algorithm.leave_out=...)."""
 
 from configs.sweeps import headline
 
 
 def get_sweep(arg=None):
   return headline.one_knob_sweep(arg or "domains=multiplication,size=smoke,seeds=2",
-                                 "tests/helpers/rloo.py", "train.learning_rate", (1e-5, 1e-4))
+                                 "tests/helpers/rloo.py", "algorithm.leave_out", (True, False))

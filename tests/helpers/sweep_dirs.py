@@ -15,8 +15,8 @@ TINY_SWEEP = '''
 def get_sweep(arg=None):
   shared = {"run.num_seeds": 2, "run.eval_num_samples": 8}
   return [("configs/grpo.py", "size=smoke", dict(shared)),
-          ("configs/reward_shaping.py", "size=smoke", dict(shared, **{"train.lam": 0.1})),
-          ("configs/reward_shaping.py", "size=smoke", dict(shared, **{"train.lam": 1.0}))]
+          ("configs/reward_shaping.py", "size=smoke", dict(shared, **{"algorithm.lam": 0.1})),
+          ("configs/reward_shaping.py", "size=smoke", dict(shared, **{"algorithm.lam": 1.0}))]
 '''
 
 

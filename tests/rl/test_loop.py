@@ -17,9 +17,9 @@ import pytest
 import tiny_rl
 from polyepo.io import writers
 from polyepo.policy import value_head
-from polyepo.rl import loop, plan, train
+from polyepo.rl import algorithms, loop, plan, train
 
-TINY = tiny_rl.TINY
+TINY, SET_RL = tiny_rl.TINY, tiny_rl.SET_RL
 
 
 setup = pytest.fixture(scope="module")(tiny_rl.setup)  # (env, env_params, model_config, base)
@@ -80,9 +80,10 @@ SETTINGS = plan.RunSettings(num_seeds=2, eval_every=2, checkpoint_every=2,
 
 
 def _train_and_evaluate(config, model_config, env, env_params, base, problems, workdir,
-                        settings, *, resume=False, overwrite=False, config_record=None):
-  """One run through its plan (`plan.make`), as the entry point makes it."""
-  run = plan.make(config, settings, env, env_params, str(workdir),
+                        settings, *, algorithm=SET_RL, resume=False, overwrite=False,
+                        config_record=None):
+  """One run of `algorithm` through its plan (`plan.make`), as the entry point makes it."""
+  run = plan.make(config, algorithm, settings, env, env_params, str(workdir),
                   load_base=lambda: (model_config, base), load_problems=lambda: problems,
                   resume=resume, overwrite=overwrite, record=config_record)
   return loop.train_and_evaluate(run, progress=False)
@@ -92,10 +93,10 @@ def _problems(env, params, n=3):
   return {"test": jax.tree.map(np.asarray, env.sample_problems(jax.random.key(9), params, n))}
 
 
-def _final_params(workdir, setup, config):
+def _final_params(workdir, setup, config, algorithm=SET_RL):
   import orbax.checkpoint as ocp  # pylint: disable=g-import-not-at-top
   env, params, mc, base = setup
-  init, _ = train.make_train(config, mc, env, params, num_seeds=2)
+  init, _ = train.make_train(config, algorithm, mc, env, params, num_seeds=2)
   # Shardings given, as the loop gives them: orbax then need not read the saved ones.
   abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct,
                           init(base, jnp.zeros((2, 2), jnp.uint32)))
@@ -117,7 +118,8 @@ def test_an_extended_run_matches_a_run_started_longer(setup, tmp_path):
   env, params, mc, base = setup
   run = lambda config, wd, **kw: _train_and_evaluate(
       config, mc, env, params, base, _problems(env, params), str(wd), SETTINGS,
-      config_record={"train": dataclasses.asdict(config)}, **kw)
+      config_record={"train": dataclasses.asdict(config), "algorithm": tiny_rl.SET_RL_SPEC},
+      **kw)
   run(RESUME, tmp_path / "full")
   short = dataclasses.replace(RESUME, num_steps=4)
   run(short, tmp_path / "extended")
@@ -147,16 +149,17 @@ def test_a_run_without_the_start_evaluation(setup, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("estimator", ["set_rl", "poly_ppo"])
+@pytest.mark.parametrize("algorithm_name", ["set_rl", "poly_ppo"])
 def test_resume_between_checkpoints_matches_uninterrupted_run(setup, tmp_path, monkeypatch,
-                                                              estimator):
+                                                              algorithm_name):
   """A run killed after logging step 5 (last checkpoint: step 4) resumes from step 4:
   its logs lose step 5 and are rewritten, and every record and parameter then
   equals an uninterrupted run's (Poly-PPO: the value head and its optimiser too)."""
   env, params, mc, base = setup
-  config = dataclasses.replace(RESUME, estimator=estimator)
+  config, algorithm = RESUME, algorithms.resolve(dict(name=algorithm_name, set_size=2))
   run = lambda wd, **kw: _train_and_evaluate(
-      config, mc, env, params, base, _problems(env, params), str(wd), SETTINGS, **kw)
+      config, mc, env, params, base, _problems(env, params), str(wd), SETTINGS,
+      algorithm=algorithm, **kw)
   run(tmp_path / "full")
 
   write = writers.MetricWriter.write
@@ -175,13 +178,13 @@ def test_resume_between_checkpoints_matches_uninterrupted_run(setup, tmp_path, m
   assert sorted(os.listdir(cut / "checkpoints")) == ["2", "4"]
 
   run(cut, resume=True)
-  full = _final_params(tmp_path / "full", setup, config)
-  resumed = _final_params(cut, setup, config)
+  full = _final_params(tmp_path / "full", setup, config, algorithm)
+  resumed = _final_params(cut, setup, config, algorithm)
   assert int(full.step[0]) == int(resumed.step[0]) == 6
   jax.tree.map(np.testing.assert_array_equal, (full.params, full.opt_state),
                (resumed.params, resumed.opt_state))
   assert not np.array_equal(full.params["head"]["kernel"][0], base["head"]["kernel"])
-  if estimator == "poly_ppo":
+  if algorithm_name == "poly_ppo":
     assert np.abs(full.params[value_head.KEY]["out"]["kernel"]).max() > 0
   for name in ("train.jsonl", "eval.jsonl"):
     assert _records(cut / name) == _records(tmp_path / "full" / name), name
@@ -205,7 +208,8 @@ def test_a_run_torn_anywhere_resumes_to_the_uninterrupted_run(setup, tmp_path):
   env, params, mc, base = setup
   run = lambda wd, **kw: _train_and_evaluate(
       RESUME, mc, env, params, base, _problems(env, params), str(wd), SETTINGS,
-      config_record={"train": dataclasses.asdict(RESUME)}, **kw)
+      config_record={"train": dataclasses.asdict(RESUME), "algorithm": tiny_rl.SET_RL_SPEC},
+      **kw)
   full = tmp_path / "full"
   run(full)
   latest = full / "checkpoints" / "6"

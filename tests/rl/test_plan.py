@@ -6,10 +6,11 @@ import os
 import pytest
 
 import toy_env
-from polyepo.rl import plan, train
+from polyepo.rl import algorithms, plan, train
 
-TINY = train.TrainConfig(prompts_per_step=2, samples_per_prompt=4, set_size=2, num_steps=4,
+TINY = train.TrainConfig(prompts_per_step=2, samples_per_prompt=4, num_steps=4,
                          steps_per_chunk=2, num_minibatches=1)
+SET_RL = algorithms.resolve(dict(name="set_rl", set_size=2))
 
 
 class _NoStepBoundaries(toy_env.ChoiceEnv):
@@ -17,11 +18,11 @@ class _NoStepBoundaries(toy_env.ChoiceEnv):
 
 
 def _plan(workdir, config=TINY, settings=plan.RunSettings(eval_every=2, checkpoint_every=2),
-          env=None, **kwargs):
+          env=None, algorithm=SET_RL, **kwargs):
   """plan.make with loaders that record whether they ran."""
   loaded = []
   env = env or toy_env.ChoiceEnv()
-  run = plan.make(config, settings, env, env.default_params(), str(workdir),
+  run = plan.make(config, algorithm, settings, env, env.default_params(), str(workdir),
                   load_base=lambda: loaded.append("base") or ("model config", "params"),
                   load_problems=lambda: loaded.append("problems") or {"test": "problems"},
                   **kwargs)
@@ -43,7 +44,8 @@ def _existing_run(tmp_path):
 @pytest.mark.parametrize("case,match", [
     ("eval_every", "eval_every=3 must be a non-negative multiple of steps_per_chunk=2"),
     ("checkpoint_every", "checkpoint_every=1 must be a non-negative multiple"),
-    ("env", "estimator='set_rl_windowed' needs an env with step_boundaries"),
+    ("env", "algorithm 'set_rl_windowed' needs an env with step_boundaries"),
+    ("algorithm", "set_size must satisfy 1 <= set_size < samples_per_prompt=4, got set_size=4"),
     ("exists", "already exists. Pass --resume"),
     ("resume_and_overwrite", "Pass at most one of --resume and --overwrite."),
     ("resume_what_is_not_a_run", "is not a run directory"),
@@ -55,8 +57,10 @@ def test_each_check_raises_before_anything_is_loaded_or_written(case, match, tmp
   elif case == "checkpoint_every":
     kwargs["settings"] = plan.RunSettings(eval_every=2, checkpoint_every=1)
   elif case == "env":
-    kwargs.update(config=dataclasses.replace(TINY, estimator="set_rl_windowed"),
-                  env=_NoStepBoundaries())
+    kwargs.update(algorithm=algorithms.resolve(dict(
+        name="set_rl_windowed", first=dict(name="set_rl", set_size=2))), env=_NoStepBoundaries())
+  elif case == "algorithm":   # n = 4 of N = 4 (the factory cannot know N)
+    kwargs["algorithm"] = algorithms.resolve(dict(name="set_rl", set_size=4))
   elif case == "exists":
     workdir = _existing_run(tmp_path)
   elif case == "resume_and_overwrite":
@@ -80,6 +84,7 @@ def test_a_plan_is_frozen_and_loads_after_its_checks(tmp_path):
   assert (run.model_config, run.base_params, run.eval_problems) == (
       "model config", "params", {"test": "problems"})
   assert run.record == {"name": "x"} and not run.resume and not run.overwrite
+  assert run.algorithm is SET_RL and run.config is TINY
   with pytest.raises(dataclasses.FrozenInstanceError):
     run.workdir = "elsewhere"
   assert not (tmp_path / "run").exists()   # the loop creates it, not the plan
@@ -112,12 +117,15 @@ def test_an_existing_run_may_be_resumed_or_overwritten(tmp_path):
 ])
 def test_run_settings_validation(settings, config, match):
   with pytest.raises(ValueError, match=match):
-    plan.validate(plan.RunSettings(**settings), dataclasses.replace(TINY, **config),
+    plan.validate(plan.RunSettings(**settings), dataclasses.replace(TINY, **config), SET_RL,
                   toy_env.ChoiceEnv())
 
 
 def test_the_default_run_settings_are_valid():
-  plan.validate(plan.RunSettings(), train.TrainConfig(), toy_env.ChoiceEnv())
+  """The defaults fit together: TrainConfig's N = 16 and every algorithm's defaults."""
+  for name in algorithms.REGISTRY:
+    plan.validate(plan.RunSettings(), train.TrainConfig(), algorithms.resolve(name),
+                  toy_env.ChoiceEnv())
   train.validate(train.TrainConfig())
 
 

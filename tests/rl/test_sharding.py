@@ -31,22 +31,22 @@ SCRIPT = textwrap.dedent("""
     from polyepo import parallel
     from polyepo.policy import model
     from polyepo.pretraining import pretrain
-    from polyepo.rl import train
+    from polyepo.rl import algorithms, train
     assert len(jax.devices()) == 4, jax.devices()
     env = toy_env.ChoiceEnv()
     mc = pretrain.model_config_for(env, width=32, num_layers=1, num_heads=2)
     base = model.init_params(jax.random.key(0), mc)
-    config = train.TrainConfig(prompts_per_step=4, samples_per_prompt=8, set_size=4,
-                               num_minibatches=1, microbatch_rows=16, num_steps=10,
-                               steps_per_chunk=10, learning_rate=1e-2, warmup_steps=1,
-                               kl_coef=0.1)
+    config = train.TrainConfig(prompts_per_step=4, samples_per_prompt=8, num_minibatches=1,
+                               microbatch_rows=16, num_steps=10, steps_per_chunk=10,
+                               learning_rate=1e-2, warmup_steps=1, kl_coef=0.1)
+    algorithm = algorithms.resolve(dict(name="set_rl", objective="polychromic", set_size=4))
     keys = jnp.zeros((2, 2), jnp.uint32).at[1, 1].set(7)
     mesh = parallel.make_mesh(0, config.prompts_per_step)
     assert mesh is not None and mesh.shape["data"] == 4
     start = float(toy_env.expected_reward(base, mc).mean())
     results = []
     for m in (None, mesh):
-      init, run_chunk = train.make_train(config, mc, env, {}, num_seeds=2, mesh=m)
+      init, run_chunk = train.make_train(config, algorithm, mc, env, {}, num_seeds=2, mesh=m)
       state, metrics = run_chunk(init(base, keys), base)
       final = jax.vmap(lambda p: toy_env.expected_reward(p, mc).mean())(state.params)
       assert (final > start + 0.2).all(), (m, start, final)  # both layouts learn

@@ -1,5 +1,6 @@
-"""Same seed, same numbers: every estimator's first steps against values pinned
-before `polyepo.estimators` replaced the estimator branches of `make_train`.
+"""Same seed, same numbers: every algorithm's first steps against values pinned
+before the algorithms were values (`polyepo.rl.algorithms`), and before that
+before a registry replaced the estimator branches of `make_train`.
 
 A regression pin, not a correctness test (correctness is tested against hand-worked
 values, brute force and learning in the other tests): it fails if a refactor moves
@@ -26,26 +27,28 @@ import toy_env
 from envs.multiplication import Multiplication
 from polyepo.policy import model
 from polyepo.pretraining import pretrain
-from polyepo.rl import train
+from polyepo.rl import algorithms, train
 import repo
 
 PINNED = os.path.join(repo.PINS, "train_pinned.json")
-BASE = train.TrainConfig(prompts_per_step=4, samples_per_prompt=6, set_size=3,
-                         num_minibatches=2, num_steps=3, steps_per_chunk=3,
-                         learning_rate=1e-2, warmup_steps=1)
+BASE = train.TrainConfig(prompts_per_step=4, samples_per_prompt=6, num_minibatches=2,
+                         num_steps=3, steps_per_chunk=3, learning_rate=1e-2, warmup_steps=1)
+SETS = dict(set_size=3)   # every set algorithm's n
+# name -> (config.algorithm, TrainConfig fields besides BASE's)
 RUNS = {
-    "grpo": dict(estimator="grpo"),
-    "dr_grpo": dict(estimator="grpo", normalize=False),
-    "grpo_kl": dict(estimator="grpo", kl_coef=0.1, temperature=0.8),
-    "reward_shaping": dict(estimator="reward_shaping", lam=0.5),
-    "poly_epo": dict(estimator="set_rl"),
-    "poly_epo_batch": dict(estimator="set_rl", normalize_over="batch"),
-    "poly_epo_sampled": dict(estimator="set_rl", num_subsets=3, objective="srl"),
-    "ppo": dict(estimator="ppo"),
-    "poly_ppo": dict(estimator="poly_ppo", num_vine_states=1, vine_samples=4),
-    "poly_ppo_no_vines": dict(estimator="poly_ppo", num_vine_states=0),
+    "grpo": (dict(name="grpo"), {}),
+    "dr_grpo": (dict(name="grpo", normalize=False), {}),
+    "grpo_kl": (dict(name="grpo"), dict(kl_coef=0.1, temperature=0.8)),
+    "reward_shaping": (dict(name="reward_shaping", lam=0.5), {}),
+    "poly_epo": (dict(name="set_rl", **SETS), {}),
+    "poly_epo_batch": (dict(name="set_rl", normalize_over="batch", **SETS), {}),
+    "poly_epo_sampled": (dict(name="set_rl", num_subsets=3, objective="srl", **SETS), {}),
+    "ppo": (dict(name="ppo"), {}),
+    "poly_ppo": (dict(name="poly_ppo", vines=dict(num_states=1, samples=4), **SETS), {}),
+    "poly_ppo_no_vines": (dict(name="poly_ppo", vines=dict(num_states=0), **SETS), {}),
     # The toy env's one-token responses have no step boundary to grow vines from.
-    "poly_ppo_multiplication": dict(estimator="poly_ppo", num_vine_states=2, vine_samples=4),
+    "poly_ppo_multiplication": (dict(name="poly_ppo", vines=dict(num_states=2, samples=4),
+                                     **SETS), {}),
 }
 SCALARS = ("reward", "loss", "grad_norm", "advantage_std", "pass_at_1")
 
@@ -67,8 +70,10 @@ def run(name):
   env = DigitParity() if name.endswith("multiplication") else toy_env.ChoiceEnv()
   mc = pretrain.model_config_for(env, width=32, num_layers=1, num_heads=2)
   base = model.init_params(jax.random.key(0), mc)
-  init, run_chunk = train.make_train(dataclasses.replace(BASE, **RUNS[name]), mc, env,
-                                     env.default_params(), num_seeds=1)
+  spec, fields = RUNS[name]
+  init, run_chunk = train.make_train(dataclasses.replace(BASE, **fields),
+                                     algorithms.resolve(spec), mc, env, env.default_params(),
+                                     num_seeds=1)
   state, metrics = run_chunk(init(base, jnp.array([[3, 4]], jnp.uint32)), base)
   out = {k: np.asarray(metrics[k][0], np.float64).tolist() for k in SCALARS}
   out["params_abs_sum"] = float(sum(jnp.sum(jnp.abs(x)) for x in jax.tree.leaves(state.params)))

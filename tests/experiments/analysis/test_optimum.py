@@ -43,8 +43,9 @@ def sweep(tiny_sweep, tmp_path_factory):
   _rewrite(copy / "runs" / "grpo-smoke" / "eval.jsonl", _set_forced)
   config_path = copy / "runs" / "reward_shaping-smoke-lam=1.0" / "config.json"
   config = json.loads(config_path.read_text())
-  config["train"].update(estimator="set_rl", objective="polychromic", set_size=2)
-  config["algorithm"] = "Poly-EPO"
+  config["algorithm"] = {"name": "set_rl", "objective": "polychromic", "set_size": 2,
+                         "num_subsets": 0, "normalize": True, "normalize_over": "prompt"}
+  config["label"] = "Poly-EPO"
   config_path.write_text(json.dumps(config))
   runs = records.load_runs([str(copy)])
   return runs, config["domain"], os.path.join(cache, "tfds")

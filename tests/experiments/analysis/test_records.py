@@ -46,12 +46,33 @@ def _run_dir(root, name, config):
 def test_a_run_is_read_under_the_algorithm_and_families_its_config_records(tmp_path):
   """The label and the strategy families come from config.json when it records them
   (the domain here does not exist, so building its env would fail); a run recorded
-  before they existed gets them from the algorithm table and from its env."""
-  train = {"estimator": "set_rl", "objective": "polychromic", "lam": 0.0, "normalize": True}
-  _run_dir(tmp_path, "new", {"domain": "no_such_domain", "train": train, "algorithm": "Mine",
-                             "strategy_families": {"a": "x", "b": "x"}})
-  _run_dir(tmp_path, "old", {"domain": "multiplication", "train": train})
-  new, old = records.load_runs([str(tmp_path)])
-  assert (new.algorithm, records.strategy_families(new)) == ("Mine", {"a": "x", "b": "x"})
-  assert old.algorithm == "Poly-EPO"
-  assert records.strategy_families(old)["long_by_a"] == "long"
+  before they existed gets them from the algorithm table and from its env. A record
+  from before an algorithm's fields moved to config.algorithm (config.train's
+  estimator, the label as "algorithm") reads as today's."""
+  algorithm = {"name": "set_rl", "objective": "polychromic", "set_size": 4, "normalize": True}
+  families = {"a": "x", "b": "x"}
+  _run_dir(tmp_path, "new", {"domain": "no_such_domain", "train": {"learning_rate": 3e-5},
+                             "algorithm": algorithm, "label": "Mine",
+                             "strategy_families": families})
+  _run_dir(tmp_path, "unlabelled", {"domain": "multiplication",
+                                    "train": {"learning_rate": 3e-5}, "algorithm": algorithm})
+  old_train = {"estimator": "set_rl", "objective": "polychromic", "lam": 0.0, "set_size": 4,
+               "normalize": True, "learning_rate": 3e-5}
+  _run_dir(tmp_path, "old", {"domain": "no_such_domain", "train": old_train,
+                             "algorithm": "Mine", "strategy_families": families})
+  _run_dir(tmp_path, "older", {"domain": "multiplication", "train": old_train})
+  shaping = dict(old_train, estimator="reward_shaping", lam=0.3, set_size=8)
+  _run_dir(tmp_path, "shaping", {"domain": "multiplication", "train": shaping})
+  new, old, older, shaping, unlabelled = records.load_runs([str(tmp_path)])
+  assert (new.algorithm, records.strategy_families(new)) == ("Mine", families)
+  assert (old.algorithm, records.strategy_families(old)) == ("Mine", families)
+  assert old.config["algorithm"] == algorithm and old.config["train"] == {"learning_rate": 3e-5}
+  assert unlabelled.algorithm == older.algorithm == "Poly-EPO"
+  assert records.strategy_families(older)["long_by_a"] == "long"
+  # The knobs that make a setting, in today's keys, from either layout.
+  poly_epo = {"train.learning_rate": 3e-5, "algorithm.set_size": 4, "algorithm.normalize": True,
+              "algorithm.normalize_over": "prompt", "algorithm.objective": "polychromic"}
+  assert records.setting(unlabelled) == records.setting(older) == poly_epo
+  assert (shaping.algorithm, shaping.lam, shaping.config["algorithm"]) == (
+      "Reward shaping", 0.3, {"name": "reward_shaping", "lam": 0.3, "normalize": True})
+  assert records.setting(shaping) == {"train.learning_rate": 3e-5, "algorithm.lam": 0.3}
