@@ -43,10 +43,15 @@ def fit_smoke(config_file: str, config_string: str, overrides: dict, size: str) 
     return overrides
   n = overrides[keys[0]]
   out = dict(overrides, **{"train.samples_per_prompt": max(4, 2 * n)})
-  module = importlib.import_module(os.path.splitext(config_file)[0].replace("/", "."))
-  if "vines" in module.get_config(config_string).algorithm:
+  if "vines" in config_of(config_file, config_string).algorithm:
     out["algorithm.vines.samples"] = max(3, n + 1)
   return out
+
+
+def config_of(config_file: str, config_string: str):
+  """The ConfigDict a sweep entry's config file builds from its config string."""
+  module = importlib.import_module(os.path.splitext(config_file)[0].replace("/", "."))
+  return module.get_config(config_string)
 
 
 def domains(value: str):

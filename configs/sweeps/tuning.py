@@ -31,9 +31,7 @@ chosen.json: only the next learning rate beyond each edge choice), provisional=f
 seeds=3 and steps=300 (TUNING's), size=default.
 """
 
-import importlib
 import json
-import os
 from typing import Dict, List, Optional, Tuple
 
 from configs import choices, claims
@@ -64,8 +62,8 @@ def tuning_overrides(seeds: int, steps: int, size: str):
 def algorithm_overrides(algorithm: algorithms.Algorithm, config_string: str) -> Dict[str, object]:
   """The overrides that make `algorithm.config` run `algorithm`: its identifying
   config.algorithm values that the config file does not already set."""
-  module = importlib.import_module(os.path.splitext(algorithm.config)[0].replace("/", "."))
-  config = algorithms.flat(module.get_config(config_string).algorithm.to_dict())
+  config = algorithms.flat(
+      headline.config_of(algorithm.config, config_string).algorithm.to_dict())
   if config["name"] != algorithm.algorithm.get("name", config["name"]):
     raise ValueError(f"{algorithm.config} runs {config['name']!r}, not {algorithm.label}'s "
                      f"{algorithm.algorithm['name']!r}.")

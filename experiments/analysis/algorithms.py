@@ -149,19 +149,15 @@ def upgrade(config: Dict[str, Any]) -> Dict[str, Any]:
   if name == "set_rl_windowed" and "normalize" in train:
     algorithm["rest"]["normalize"] = train["normalize"]
   out = {k: v for k, v in config.items() if k != "algorithm"}
-  out["train"] = {k: v for k, v in train.items() if k in _SHARED_FIELDS}
+  out["train"] = {k: v for k, v in train.items() if k not in MOVED_FROM_TRAIN}
   out["algorithm"] = algorithm
   if isinstance(config.get("algorithm"), str):
     out["label"] = config["algorithm"]
   return out
 
 
-# config.train's fields today (polyepo.rl.train.TrainConfig's, written here so
-# that reading records needs no JAX; tests/experiments/test_configs.py checks).
-_SHARED_FIELDS = ("prompts_per_step", "samples_per_prompt", "temperature", "num_epochs",
-                  "num_minibatches", "microbatch_rows", "learning_rate", "warmup_steps",
-                  "weight_decay", "grad_clip", "eps_low", "eps_high", "aggregation",
-                  "kl_coef", "num_steps", "steps_per_chunk")
+# Every field an older config.train held that is an algorithm's today.
+MOVED_FROM_TRAIN = frozenset({"estimator"}.union(*MOVED_FIELDS.values()))
 
 
 def upgrade_overrides(key: str, overrides: Dict[str, Any]) -> Dict[str, Any]:

@@ -132,11 +132,19 @@ def test_the_size_presets_by_hand():
       gae=dict(gamma=1.0, lam=0.95), normalize=True)
 
 
-def test_records_read_config_train_as_train_config_s_fields():
-  """experiments.analysis.algorithms writes config.train's fields down, so that reading
-  old records needs no JAX: they are TrainConfig's."""
-  assert analysis_algorithms._SHARED_FIELDS == tuple(  # pylint: disable=protected-access
-      f.name for f in dataclasses.fields(train.TrainConfig))
+def test_an_old_config_train_splits_into_train_config_and_the_moved_fields():
+  """Every field config.train held before the algorithms were values (written out by
+  hand) is either TrainConfig's or one `algorithms.upgrade` moves, never both."""
+  old = {"estimator", "normalize", "normalize_over", "lam", "objective", "set_size",
+         "num_subsets", "prompts_per_step", "samples_per_prompt", "temperature", "num_epochs",
+         "num_minibatches", "microbatch_rows", "learning_rate", "warmup_steps",
+         "weight_decay", "grad_clip", "eps_low", "eps_high", "aggregation", "kl_coef",
+         "num_steps", "steps_per_chunk", "gamma", "gae_lambda", "value_learning_rate",
+         "value_clip", "value_model", "num_vine_states", "vine_samples", "vine_window",
+         "vine_selection"}
+  shared = {f.name for f in dataclasses.fields(train.TrainConfig)}
+  assert not shared & analysis_algorithms.MOVED_FROM_TRAIN
+  assert shared | analysis_algorithms.MOVED_FROM_TRAIN == old
 
 
 def test_the_main_job_runs_with_the_values_it_always_had():
