@@ -1,5 +1,5 @@
 r"""Shared base of the RL configs (grpo.py, reward_shaping.py, poly_epo.py, pass_at_k.py,
-ppo.py, poly_ppo.py).
+ppo.py, poly_ppo.py, poly_epo_windowed.py, poly_epo_official.py, dr_grpo.py).
 
 The config string picks the domain (a registered name, or the env class of a
 domain defined outside envs/ as package.module:Class) and the size:

@@ -265,7 +265,8 @@ def run_record(config, env) -> Dict[str, Any]:
   (`algorithms.label_of`), the domain's {strategy: family}, so that the report
   reads them instead of rebuilding either, and the split scheme
   (`splits.SCHEME`), which decides the problems it trains and is evaluated on."""
-  return dict(config.to_dict(), label=algorithms.label_of(config.algorithm.to_dict()),
+  label = algorithms.label_of(config.algorithm.to_dict(), config.train.to_dict())
+  return dict(config.to_dict(), label=label,
               strategy_families=dict(zip(env.strategy_names, env.strategy_families)),
               splits=splits.SCHEME)
 

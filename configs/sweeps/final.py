@@ -5,7 +5,8 @@ r"""The final comparison: every algorithm at the setting tuning chose, ≥ 5 see
   python -m experiments.report runs/sweeps/final-multiplication --out=results/final --archive
 
 Each algorithm of `chosen` (the chosen.json that `python -m experiments.tuning`
-wrote from the tuning sweeps, configs/sweeps/tuning.py) trains `steps` steps with
+wrote from the tuning sweeps, configs/sweeps/tuning.py: the rows the claims
+compare and those beside them, `tuning.BESIDE`, once tuned) trains `steps` steps with
 `seeds` fresh seeds (seeds 100.. : none of the tuning runs' seeds) from the
 domain's base model, and is evaluated on `validation`, `test` and `ood` (128
 problems × 64 samples, with forced-strategy accuracy) at the end; the rollouts'

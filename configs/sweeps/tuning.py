@@ -1,11 +1,12 @@
 r"""The tuning sweep: the registered learning-rate grid for every algorithm, on `validation`.
 
 Follows the tuning rule registered in configs/claims.py (`TUNING`) before any
-tuning run: every algorithm the claims compare (`ALGORITHMS`) trains at each of
-the same learning rates, with the same seeds and steps, every other field at its
-config file's default; `python -m experiments.tuning` chooses each one's
-learning rate by the best final `validation` pass@1 (`experiments.analysis.records.CRITERION`)
-and shows distinct correct beside it. A choice at the edge of its algorithm's grid
+tuning run: every algorithm the claims compare, and those reported in any case
+(`BESIDE`; together `ALGORITHMS`), trains at each of the same learning rates,
+with the same seeds and steps, every other field at its config file's default;
+`python -m experiments.tuning` chooses each one's learning rate by the best final
+`validation` pass@1 (`experiments.analysis.records.CRITERION`) and shows distinct
+correct beside it. A choice at the edge of its algorithm's grid
 is extended on that side, one step (× or ÷ `TUNING["extend_factor"]`) per round,
 until every choice is inside its grid:
 
@@ -28,7 +29,10 @@ choices are provisional: a tuning run unfinished, or a choice at its grid's edge
 Config string: domains=all|multiplication|polynomial_roots, extend=PATH (a
 chosen.json: only the next learning rate beyond each edge choice), provisional=false
 (true: extend from a chosen.json written while tuning runs were unfinished),
-seeds=3 and steps=300 (TUNING's), size=default.
+only=KEY+KEY (the grid of these algorithms alone, by summary key, e.g.
+only=dr_grpo+poly_epo_official to tune rows added after a tuning: pass their
+sweep directory to experiments.tuning beside the earlier ones), seeds=3 and
+steps=300 (TUNING's), size=default.
 """
 
 import json
@@ -39,8 +43,14 @@ from configs.sweeps import headline
 from experiments.analysis import algorithms
 
 TUNING = claims.TUNING
-ALGORITHMS = tuple(a for a in algorithms.ALGORITHMS if a.label in claims.rows() and a.config)
-"""The algorithms tuned: every row the claims compare but the base model, in report order."""
+BESIDE = ("Dr. GRPO", "Poly-EPO (as released)")
+"""Rows tuned and trained whether or not a claim compares them, so that the report
+shows them beside the claims' rows: the Poly-EPO authors' own recipe
+(configs/poly_epo_official.py) and the GRPO with its loss (configs/dr_grpo.py)."""
+ALGORITHMS = tuple(a for a in algorithms.ALGORITHMS
+                   if (a.label in claims.rows() or a.label in BESIDE) and a.config)
+"""The algorithms tuned: every row the claims compare but the base model, and BESIDE,
+in report order."""
 # The chosen.json fields (experiments.tuning) listing a domain's planned tuning
 # runs that had not finished, and the side of its grid a choice sits on
 # ("lowest", "highest", or "only" for a grid of one learning rate): present only then.
@@ -61,13 +71,27 @@ def tuning_overrides(seeds: int, steps: int, size: str):
 
 def algorithm_overrides(algorithm: algorithms.Algorithm, config_string: str) -> Dict[str, object]:
   """The overrides that make `algorithm.config` run `algorithm`: its identifying
-  config.algorithm values that the config file does not already set."""
-  config = algorithms.flat(
-      headline.config_of(algorithm.config, config_string).algorithm.to_dict())
+  config.algorithm (and config.train) values that the config file does not already set."""
+  built = headline.config_of(algorithm.config, config_string)
+  config = algorithms.flat(built.algorithm.to_dict())
   if config["name"] != algorithm.algorithm.get("name", config["name"]):
     raise ValueError(f"{algorithm.config} runs {config['name']!r}, not {algorithm.label}'s "
                      f"{algorithm.algorithm['name']!r}.")
-  return {f"algorithm.{k}": v for k, v in algorithm.algorithm.items() if config[k] != v}
+  out = {f"algorithm.{k}": v for k, v in algorithm.algorithm.items() if config[k] != v}
+  out.update({f"train.{k}": v for k, v in algorithm.train.items() if built.train[k] != v})
+  return out
+
+
+def selected(only: str) -> Tuple[algorithms.Algorithm, ...]:
+  """The ALGORITHMS a sweep's `only=` value names ("": all of them), in report order."""
+  if not only:
+    return ALGORITHMS
+  keys = only.split("+")
+  unknown = [k for k in keys if k not in {a.key for a in ALGORITHMS}]
+  if unknown:
+    raise ValueError(f"only={only!r}: {', '.join(map(repr, unknown))} not among the tuned "
+                     f"algorithms' keys: {', '.join(a.key for a in ALGORITHMS)}.")
+  return tuple(a for a in ALGORITHMS if a.key in keys)
 
 
 def at_edge(learning_rate: float, grid) -> Optional[str]:
@@ -138,9 +162,13 @@ def extension(path: str, domain: str, size: str, shared, provisional: bool) -> L
 
 
 def get_sweep(arg=None):
-  args = choices.parse_arg(arg, domains="all", extend="", provisional=False,
+  args = choices.parse_arg(arg, domains="all", extend="", provisional=False, only="",
                           seeds=TUNING["seeds"], steps=TUNING["steps"], size="default")
   shared = tuning_overrides(args.seeds, args.steps, args.size)
+  tuned = selected(args.only)
+  if args.only and args.extend:
+    raise ValueError("only= and extend= cannot be combined: an extension runs the edge "
+                     "choices of its chosen.json, whichever algorithms they are.")
   runs = []
   for domain in headline.domains(args.domains):
     config_string = f"domain={domain},size={args.size}"
@@ -149,7 +177,7 @@ def get_sweep(arg=None):
       continue
     runs += [(algorithm.config, config_string, dict(
         shared, **algorithm_overrides(algorithm, config_string), **{"train.learning_rate": lr}))
-             for algorithm in ALGORITHMS for lr in TUNING["learning_rates"]]
+             for algorithm in tuned for lr in TUNING["learning_rates"]]
   if not runs:
     raise ValueError(f"extend={args.extend!r}: every choice of {args.domains} is inside its "
                      f"grid already; nothing to extend (configs/sweeps/final.py trains them).")

@@ -1,6 +1,6 @@
 """The algorithms compared, each defined once: its row label, summary key, colour,
-config file, the config.algorithm values that identify its runs, and the knobs
-that tell its settings apart.
+config file, the config.algorithm (and config.train) values that identify its
+runs, and the knobs that tell its settings apart.
 
 Tables, claims, summary.json, tuning and plots all read ALGORITHMS (in its order);
 a run's config.json stores its algorithm's label (`label_of`, written by
@@ -23,6 +23,10 @@ class Algorithm(NamedTuple):
                              # nested field as "first.objective")
   knobs: Tuple[str, ...] = ()  # config.algorithm fields that, with the learning
                                # rate, make a setting: what chosen.json records of a choice
+  train: Dict[str, Any] = {}   # config.train values that identify its runs too: a
+                               # recipe whose shared settings are its own (the loss
+                               # of Poly-EPO as released tells its runs from a
+                               # Poly-EPO setting without standardisation)
 
 
 _SET_RL_KNOBS = ("set_size", "normalize", "normalize_over", "objective")
@@ -30,12 +34,16 @@ ALGORITHMS = (
     Algorithm("Base", "base", "0.45", None, {}),
     Algorithm("GRPO", "grpo", "tab:red", "configs/grpo.py",
               {"name": "grpo", "normalize": True}),
-    Algorithm("Dr. GRPO", "dr_grpo", "tab:pink", "configs/grpo.py",
+    Algorithm("Dr. GRPO", "dr_grpo", "tab:pink", "configs/dr_grpo.py",
               {"name": "grpo", "normalize": False}),
     Algorithm("Reward shaping", "reward_shaping", "tab:orange", "configs/reward_shaping.py",
               {"name": "reward_shaping"}, ("lam",)),
     Algorithm("Poly-EPO", "poly_epo", "tab:blue", "configs/poly_epo.py",
               {"name": "set_rl", "objective": "polychromic"}, _SET_RL_KNOBS),
+    Algorithm("Poly-EPO (as released)", "poly_epo_official", "navy",
+              "configs/poly_epo_official.py",
+              {"name": "set_rl", "objective": "polychromic", "normalize": False},
+              train={"aggregation": "sequence_sum"}),
     Algorithm("Poly-EPO (correct-only diversity)", "poly_epo_correct_only", "tab:purple",
               "configs/poly_epo.py",
               {"name": "set_rl", "objective": "polychromic_correct_only"}, _SET_RL_KNOBS),
@@ -77,13 +85,24 @@ def flat(spec: Mapping[str, Any], prefix: str = "") -> Dict[str, Any]:
   return out
 
 
-def label_of(spec: Mapping[str, Any]) -> str:
-  """The label of a run from its config.algorithm: the first ALGORITHMS entry whose
-  identifying values it has, else one made from its name (and objective)."""
+def _identifies(algorithm: Algorithm, spec: Mapping[str, Any],
+               train: Optional[Mapping[str, Any]] = None) -> bool:
+  """Whether a run's config.algorithm `spec` and config.train `train` have all of
+  `algorithm`'s identifying values (with no `train`, an entry that needs one has not)."""
+  values, train = flat(spec), train or {}
+  return (all(values.get(k) == v for k, v in algorithm.algorithm.items())
+          and all(train.get(k) == v for k, v in algorithm.train.items()))
+
+
+def label_of(spec: Mapping[str, Any], train: Optional[Mapping[str, Any]] = None) -> str:
+  """The label of a run from its config.algorithm `spec` and config.train `train`:
+  the ALGORITHMS entry whose identifying values it has, the one with the most of
+  them where several have (Poly-EPO as released has all of Poly-EPO's and more;
+  of equally many, the first), else one made from its name (and objective)."""
   values = flat(spec)
-  for algorithm in ALGORITHMS[1:]:
-    if all(values.get(k) == v for k, v in algorithm.algorithm.items()):
-      return algorithm.label
+  matches = [a for a in ALGORITHMS[1:] if _identifies(a, spec, train)]
+  if matches:
+    return max(matches, key=lambda a: len(a.algorithm) + len(a.train)).label
   objective = _objective_name(values.get("objective"))
   if spec["name"] == "set_rl":
     return objective

@@ -66,7 +66,7 @@ def load_runs(sweep_dirs: Sequence[str]) -> List[RunRecord]:
         config = algorithms.upgrade(json.load(f))
       spec = config["algorithm"]
       lam = spec.get("lam") if spec["name"] == "reward_shaping" else None
-      label = config.get("label") or algorithms.label_of(spec)
+      label = config.get("label") or algorithms.label_of(spec, config.get("train"))
       runs.append(RunRecord(name, config["domain"], label, lam, config,
                             evals, read_jsonl_or_empty(writers.jsonl_path(workdir, "train.jsonl")),
                             sweep=index))

@@ -6,8 +6,9 @@
 "seeds"}}, "strategy_share": {...}}, "claims": [...], "predicted_optimum": {...},
 "critic": {...}}}: every row of report.md with a key in `experiments.analysis.algorithms`, the
 base model's "forced_accuracy", every preregistered claim of report.md with its
-definition, verdict and the paired interval it rests on (`experiments.analysis.claims`), and
-"claims_family", the family's size and simultaneous level, the optimal strategy mixtures'
+definition, verdict, the paired interval it rests on, its level and p-values
+(`experiments.analysis.claims`), and "claims_family", how the primary family (across
+the domains) and the domain's secondary family are corrected, the optimal strategy mixtures'
 predicted pass@1, distinct correct and shares beside the measured ones
 (`experiments.analysis.optimum`), and the critics' explained variance beside its bound
 (`experiments.analysis.critics`); numbers rounded to `tables.DECIMALS`, keys sorted.
@@ -32,15 +33,17 @@ def summary(runs: List[RunRecord]) -> Dict[str, Any]:
   model also has "forced_accuracy" (test) when recorded. Rows without an
   entry in `algorithms.ALGORITHMS` are left out; so are metrics not evaluated (pass@k for k
   above the samples). "claims" holds report.md's claims in its order
-  (`Judged.to_json`: id, statement, source, definition, verdict and the paired
-  intervals it rests on), "claims_family" their number of intervals and level;
+  (`Judged.to_json`: id, statement, source, definition, verdict, the paired
+  intervals it rests on, their level and p-values), "claims_family" the two
+  families' corrections (primary: Holm across the domains, its M; secondary:
+  Bonferroni within the domain, its T and level);
   "predicted_optimum" holds `optimum.summary` (absent without a row to predict), "critic"
   `critics.summary` (absent without a row with a critic)."""
   out = {}
-  for domain in sorted({r.domain for r in runs}):
-    rows = select_rows(runs, domain)
-    if not rows:
-      continue
+  rows_by_domain = {d: select_rows(runs, d) for d in sorted({r.domain for r in runs})}
+  rows_by_domain = {d: rows for d, rows in rows_by_domain.items() if rows}
+  judged_all = claims_lib.judge_all(runs, rows_by_domain)
+  for domain, rows in rows_by_domain.items():
     out[domain] = {}
     for label, row in rows.items():
       if label not in algorithms.BY_LABEL:
@@ -63,13 +66,12 @@ def summary(runs: List[RunRecord]) -> Dict[str, Any]:
         if label == "Base" and test.get("forced_accuracy") is not None:
           entry["forced_accuracy"] = {n: rounded(a) for n, a in test["forced_accuracy"].items()}
       out[domain][algorithms.BY_LABEL[label].key] = entry
-    judged = claims_lib.judge(runs, rows, domain)
+    judged = judged_all[domain]
     out[domain]["claims"] = [claim.to_json() for claim in judged.claims]
-    rule = claims_lib.registry.RULE
     out[domain]["claims_family"] = {
-        "intervals": judged.num_intervals, "level": round(judged.level, 6),
-        "alpha": rule["alpha"], "correction": rule["correction"],
-        "replicates": rule["replicates"]}
+        "primary": judged.primary.to_json(), "secondary": judged.secondary.to_json(),
+        "registered": claims_lib.registry.RULE["registered"],
+        "replicates": claims_lib.registry.RULE["replicates"]}
     predicted = optimum.summary(rows)
     if predicted:
       out[domain]["predicted_optimum"] = predicted

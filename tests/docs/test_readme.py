@@ -1,6 +1,7 @@
 """The README's Results tables say what results/final/summary.json says: every number
-within the rounding of its printed digits, every verdict and every count of claims that
-hold. A table edited by hand after a rerun, or a rerun without its README, fails here."""
+within the rounding of its printed digits, every verdict, every count of a group's
+verdicts, and which claims are primary. A table edited by hand after a rerun, or a
+rerun without its README, fails here."""
 
 import fnmatch
 import json
@@ -78,31 +79,68 @@ def test_readme_rows_match_the_summary():
       a.label for a in algorithms.ALGORITHMS if all(a.key in summary[d] for d in domains)}
 
 
+# How the README writes each verdict (bold where the claim is decided).
+VERDICT_CELLS = {"holds": "**holds**", "refuted": "**refuted**", "undecided": "undecided",
+                 "not judged": "not judged", "not evaluated": "not evaluated"}
+
+
+def _expand(pattern):
+  """`a_{x,y}_b` -> [`a_x_b`, `a_y_b`]: a row's id pattern, braces as alternatives."""
+  found = re.search(r"\{([^{}]*)\}", pattern)
+  if not found:
+    return [pattern]
+  return [expanded for option in found.group(1).split(",")
+          for expanded in _expand(pattern[:found.start()] + option + pattern[found.end():])]
+
+
+def _group_cell(verdicts):
+  """"1 hold, 0 refuted, 3 undecided" (and any not judged or not evaluated)."""
+  counts = [f"{verdicts.count('holds')} hold", f"{verdicts.count('refuted')} refuted",
+            f"{verdicts.count('undecided')} undecided"]
+  counts += [f"{verdicts.count(v)} {v}" for v in ("not judged", "not evaluated")
+             if verdicts.count(v)]
+  return ", ".join(counts)
+
+
 def test_readme_claims_match_the_summary():
   summary = _summary()
-  tables = [t for t in _results_tables() if t[0][0] == "claim"]
-  assert len(tables) == 1, "the README's Results have one table of claims"
-  header, rows = tables[0]
-  domains = _domains(header)
+  tables = {t[0][0]: t for t in _results_tables() if t[0][0] in ("primary claim",
+                                                                  "secondary claim")}
+  assert sorted(tables) == ["primary claim", "secondary claim"], \
+      "the README's Results have one table of primary claims and one of secondary ones"
   listed = set()
-  for row in rows:
-    pattern = re.findall(r"\(`([^`]+)`\)$", row[0])
-    assert pattern, f"a claim's row ends with its id in backticks: {row[0]}"
-    for domain, cell in zip(domains, row[1:]):
-      claims = [c for c in summary[domain]["claims"] if fnmatch.fnmatchcase(c["id"], pattern[0])]
-      assert claims, (pattern[0], domain)
-      listed.update((domain, c["id"]) for c in claims)
-      holds = [c["verdict"] == "holds" for c in claims]
-      if len(claims) > 1:
-        assert cell == f"{sum(holds)} of {len(claims)} hold", (pattern[0], domain, cell)
-        continue
-      verdict = "**holds**" if holds[0] else "does not hold"
-      assert cell.endswith(verdict), (pattern[0], domain, cell, claims[0]["verdict"])
-      difference = claims[0].get("difference")
-      if difference is None:
-        assert cell == verdict, (pattern[0], domain, cell)
-      else:
-        _assert_close(cell, [difference["mean"], difference["ci_low"], difference["ci_high"]],
-                      (pattern[0], domain))
-  every = {(d, c["id"]) for d in domains for c in summary[d]["claims"]}
+  for kind, (header, rows) in tables.items():
+    domains = _domains(header)
+    for row in rows:
+      pattern = re.findall(r"\(`([^`]+)`\)$", row[0])
+      assert pattern, f"a claim's row ends with its id in backticks: {row[0]}"
+      patterns = _expand(pattern[0])
+      for domain, cell in zip(domains, row[1:]):
+        claims = [c for c in summary[domain]["claims"]
+                  if any(fnmatch.fnmatchcase(c["id"], p) for p in patterns)]
+        assert claims, (pattern[0], domain)
+        assert all(c["definition"]["primary"] == (kind == "primary claim") for c in claims), \
+            (kind, pattern[0])
+        listed.update((domain, c["id"]) for c in claims)
+        verdicts = [c["verdict"] for c in claims]
+        if len(claims) > 1:
+          assert cell == _group_cell(verdicts), (pattern[0], domain, cell)
+          continue
+        verdict = VERDICT_CELLS[verdicts[0]]
+        assert cell.endswith(verdict), (pattern[0], domain, cell, verdicts[0])
+        difference = claims[0].get("difference")
+        if difference is None:
+          assert cell == verdict, (pattern[0], domain, cell)
+        else:
+          _assert_close(cell, [difference["mean"], difference["ci_low"], difference["ci_high"]],
+                        (pattern[0], domain))
+  every = {(d, c["id"]) for d in summary for c in summary[d]["claims"]}
   assert listed == every, f"claims missing from the README: {sorted(every - listed)}"
+
+
+def test_the_group_cells_and_patterns_by_hand():
+  assert _expand("a_{test,ood}_pass@{8,16}") == ["a_test_pass@8", "a_test_pass@16",
+                                                  "a_ood_pass@8", "a_ood_pass@16"]
+  assert _expand("grpo_collapses") == ["grpo_collapses"]
+  assert _group_cell(["holds", "undecided", "undecided", "not evaluated"]) == \
+      "1 hold, 0 refuted, 2 undecided, 1 not evaluated"

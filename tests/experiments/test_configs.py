@@ -11,8 +11,8 @@ import uuid
 import pytest
 
 import envs
-from configs import (base, choices, grpo, pass_at_k, poly_epo, poly_epo_windowed, poly_ppo, ppo,
-                     reward_shaping)
+from configs import (base, choices, dr_grpo, grpo, pass_at_k, poly_epo, poly_epo_official,
+                     poly_epo_windowed, poly_ppo, ppo, reward_shaping)
 from configs import pretrain as pretrain_config
 from experiments import build
 from experiments.analysis import algorithms as analysis_algorithms
@@ -24,7 +24,8 @@ import repo
 ROOT = repo.ROOT
 ALGORITHMS = {"grpo": grpo, "reward_shaping": reward_shaping, "poly_epo": poly_epo,
               "pass_at_k": pass_at_k, "ppo": ppo, "poly_ppo": poly_ppo,
-              "poly_epo_windowed": poly_epo_windowed}
+              "poly_epo_windowed": poly_epo_windowed, "poly_epo_official": poly_epo_official,
+              "dr_grpo": dr_grpo}
 # Hand-written: what each config file sets of its algorithm, besides the factory's
 # defaults (config.algorithm is `algorithms.spec(name, **these)` at size=default).
 SETS = {
@@ -37,7 +38,14 @@ SETS = {
     "poly_epo_windowed": ("set_rl_windowed", dict(
         first={"name": "set_rl", "objective": "polychromic", "normalize": True},
         rest={"name": "grpo", "normalize": True})),
+    "poly_epo_official": ("set_rl", dict(objective="polychromic", normalize=False)),
+    "dr_grpo": ("grpo", dict(normalize=False)),
 }
+# Hand-written: what a config file sets of config.train at size=default (the
+# Poly-EPO release's recipe, configs/poly_epo_official.py, and Dr. GRPO's beside it).
+RELEASE = dict(samples_per_prompt=8, aggregation="sequence_sum", eps_low=0.2, eps_high=0.28,
+               grad_clip=0.3, kl_coef=0.0)
+TRAIN_SETS = {"poly_epo_official": RELEASE, "dr_grpo": RELEASE}
 # Hand-written: what a size preset sets of an algorithm, wherever the algorithm (or
 # a nested one: windowed's first and rest) has the field.
 SIZE_SETS = {"smoke": dict(set_size=2), "default": {}, "paper": dict(set_size=8)}
@@ -74,7 +82,8 @@ def test_default_size_takes_the_dataclass_defaults(name, domain):
   preference stage's mixture and steps: by default no preference stage; the
   weight decay)."""
   config = ALGORITHMS[name].get_config(f"domain={domain}")
-  assert config.train.to_dict() == dataclasses.asdict(train.TrainConfig())
+  assert config.train.to_dict() == dict(dataclasses.asdict(train.TrainConfig()),
+                                        **TRAIN_SETS.get(name, {}))
   algorithm, sets = SETS[name]
   assert config.algorithm.to_dict() == algorithms.spec(algorithm, **sets)
   assert config.run.to_dict() == dataclasses.asdict(plan.RunSettings())
@@ -106,8 +115,12 @@ def test_a_size_sets_the_set_size_and_vines_wherever_the_algorithm_has_them(name
   Poly-EPO's `first`) and no other; every config is valid at every size."""
   config = ALGORITHMS[name].get_config(f"size={size}")
   algorithm, sets = SETS[name]
-  assert config.algorithm.to_dict() == _with_size(algorithms.spec(algorithm, **sets), size)
-  assert config.train.samples_per_prompt == {"smoke": 4, "default": 16, "paper": 32}[size]
+  # The release's recipe keeps its N = 8 and n = 4 at size=paper; smoke shrinks it.
+  recipe = name in TRAIN_SETS
+  preset = "default" if recipe and size == "paper" else size
+  assert config.algorithm.to_dict() == _with_size(algorithms.spec(algorithm, **sets), preset)
+  samples = {"smoke": 4, "default": 8 if recipe else 16, "paper": 8 if recipe else 32}
+  assert config.train.samples_per_prompt == samples[size]
   build.check_config(config)
 
 

@@ -12,11 +12,18 @@ import envs
 import repo
 
 ROOT = repo.ROOT
-CONFIGS = ("grpo", "reward_shaping", "poly_epo", "pass_at_k", "ppo", "poly_ppo")
+CONFIGS = ("grpo", "reward_shaping", "poly_epo", "pass_at_k", "ppo", "poly_ppo",
+           "poly_epo_official", "dr_grpo")
 # Hand-written: the algorithm each config runs and the row label its config.json records.
 ALGORITHMS = {"grpo": ("grpo", "GRPO"), "reward_shaping": ("reward_shaping", "Reward shaping"),
               "poly_epo": ("set_rl", "Poly-EPO"), "pass_at_k": ("set_rl", "Set RL pass@n"),
-              "ppo": ("ppo", "PPO"), "poly_ppo": ("poly_ppo", "Poly-PPO")}
+              "ppo": ("ppo", "PPO"), "poly_ppo": ("poly_ppo", "Poly-PPO"),
+              "poly_epo_official": ("set_rl", "Poly-EPO (as released)"),
+              "dr_grpo": ("grpo", "Dr. GRPO")}
+# The release's recipe and its Dr. GRPO run end to end on multiplication only (a
+# shared loss and their algorithms' code are the other configs'; they learn in
+# tests/experiments/test_poly_epo_official.py).
+RECIPES = ("poly_epo_official", "dr_grpo")
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +61,10 @@ def _smoke(name, domain, cache, tmp_path):
 def test_smoke_run_of_every_config(name, cache, tmp_path):
   workdir, result = _smoke(name, "multiplication", cache, tmp_path)
   assert "pass@k" in result.stdout
+  if name in RECIPES:   # the release's loss, unstandardised, recorded as run
+    record = json.load(open(workdir / "config.json"))
+    assert (record["algorithm"]["normalize"], record["train"]["aggregation"],
+            record["train"]["grad_clip"]) == (False, "sequence_sum", 0.3)
   # The same workdir again is refused; --resume at the end is a no-op that succeeds.
   again = _run(["experiments.synthetic", f"--config=configs/{name}.py:size=smoke",
                 f"--workdir={workdir}"], cache)
@@ -97,7 +108,7 @@ def test_smoke_run_with_bfloat16_matmuls(cache, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [c for c in CONFIGS if c not in ("ppo", "poly_ppo")])
+@pytest.mark.parametrize("name", [c for c in CONFIGS if c not in ("ppo", "poly_ppo", *RECIPES)])
 def test_smoke_run_polynomial_roots(name, cache, tmp_path):
   _smoke(name, "polynomial_roots", cache, tmp_path)
 

@@ -93,8 +93,14 @@ def test_summary_json_holds_the_final_evaluations(tiny_sweep, tmp_path):
   assert verdicts["poly_epo_keeps"] == "not evaluated"
   assert verdicts["grpo_collapses"] == "not judged"
   family = summary[domain]["claims_family"]
-  assert family["correction"] == "bonferroni" and family["intervals"] >= 44
-  assert family["level"] == pytest.approx(100 * (1 - 0.05 / family["intervals"]))
+  # One domain: the primary family is its 8 primary claims; the secondary family
+  # counts every secondary interval (30 with no rare strategy, 2 more per one).
+  assert (family["primary"]["correction"], family["primary"]["claims"]) == ("holm", 8)
+  assert family["primary"]["domains"] == [domain]
+  secondary = family["secondary"]
+  assert secondary["correction"] == "bonferroni" and secondary["intervals"] >= 30
+  assert secondary["intervals"] % 2 == 0
+  assert secondary["level"] == pytest.approx(100 * (1 - 0.05 / secondary["intervals"]))
   grpo = summary[domain]["grpo"]
   splits = [s for s in ("validation", "test", "ood") if s in final]
   assert set(grpo) == set(splits) | {"strategy_share"}

@@ -70,12 +70,35 @@ def test_labels_of_every_algorithm():
   # An algorithm outside the table is labelled by its name.
   assert algorithms.label_of({"name": "rloo_algorithm:rloo", "leave_out": True}) == \
       "rloo_algorithm:rloo"
+  # Poly-EPO as released is unstandardised set RL with Dr. GRPO's loss aggregation;
+  # unstandardised Poly-EPO with its own loss (a setting of Poly-EPO's grid) is Poly-EPO.
+  released = {"name": "set_rl", "objective": "polychromic", "normalize": False}
+  assert algorithms.label_of(released, {"aggregation": "sequence_sum"}) == \
+      "Poly-EPO (as released)"
+  assert algorithms.label_of(released, {"aggregation": "token_mean"}) == "Poly-EPO"
+  assert algorithms.label_of(released) == "Poly-EPO"   # no config.train to tell them apart
+  assert algorithms.label_of(dict(released, normalize=True),
+                             {"aggregation": "sequence_sum"}) == "Poly-EPO"
+  assert algorithms.label_of(dict(released, objective="pass_at_n"),
+                             {"aggregation": "sequence_sum"}) == "Set RL pass@n"
+  assert algorithms.label_of({"name": "grpo", "normalize": False},
+                             {"aggregation": "sequence_sum"}) == "Dr. GRPO"
   # Every config file's algorithm gets its row's label.
   for row in algorithms.ALGORITHMS[1:]:
     module = importlib.import_module(os.path.splitext(row.config)[0].replace("/", "."))
-    spec = algorithms.flat(module.get_config().algorithm.to_dict())
+    config = module.get_config()
+    spec = algorithms.flat(config.algorithm.to_dict())
     spec.update(row.algorithm)
-    assert algorithms.label_of(_nested(spec)) == row.label, row.label
+    assert algorithms.label_of(_nested(spec), dict(config.train.to_dict(), **row.train)) == \
+        row.label, row.label
+    # A config file as it is runs its first row (the correct-only ablation is
+    # configs/poly_epo.py with another objective; the others have files of their own).
+    first = next(r for r in algorithms.ALGORITHMS[1:] if r.config == row.config)
+    assert algorithms.label_of(config.algorithm.to_dict(), config.train.to_dict()) == \
+        first.label, row.label
+  assert [r.label for r in algorithms.ALGORITHMS[1:]
+          if r.config == "configs/poly_epo.py"] == ["Poly-EPO",
+                                                    "Poly-EPO (correct-only diversity)"]
 
 
 def _nested(flat):
@@ -172,10 +195,10 @@ def _tested(run, correct, distinct_correct, seeds=2):
 
 
 def _lambda_claim(runs, rows, lambdas):
-  """The registered λ claim judged alone, under the rule with these runs' 100 steps
-  and the λ values `lambdas`: (table lines, judged claim)."""
-  [claim] = [c for c in claims.registry.CLAIMS if c.kind == "lambda"]
-  rule = dict(claims.registry.RULE, steps=100, seeds=2, lambdas=lambdas)
+  """The registered frontier claim judged alone, under the rule with these runs'
+  100 steps and the λ values `lambdas`: (table lines, judged claim)."""
+  [claim] = [c for c in claims.registry.CLAIMS if c.kind == "frontier"]
+  rule = dict(claims.registry.RULE, steps=100, seeds=2, lambdas=lambdas, replicates=2000)
   judged = claims.judge(runs, rows, "multiplication", claims=[claim], rule=rule)
   return judged.lambda_lines, judged.claims[0]
 
@@ -197,25 +220,29 @@ def test_the_lambda_claim_judges_every_lambda_against_poly_epo():
                            "+2.000 [+2.000, +2.000]: Poly-EPO ahead |")
   assert lines[3].endswith("| +0.000 [+0.000, +0.000]: no clear difference | "
                            "+1.000 [+1.000, +1.000]: Poly-EPO ahead |")
+  # The curve (0.5, 1) - (0.3125, 2) reaches Poly-EPO's pass@1 10/32 with at most
+  # 2 strategies: F = 3 - 2 = 1 on every replicate, above 0.
   assert claim.verdict == "holds" and claim.lines[0].endswith("→ **holds**")
+  assert "F = Poly-EPO − curve +1.000 [+1.000, +1.000]" in claim.lines[0]
   assert "(λ = 0.1, 0.3)" in claim.statement   # stated over the λ values tried
   # summary.json's entry: each λ's two differences, as in the table.
   entry = claim.to_json()
-  assert entry["id"] == "no_lambda" and entry["definition"]["kind"] == "lambda"
+  assert entry["id"] == "no_lambda" and entry["definition"]["kind"] == "frontier"
   assert [e["lam"] for e in entry["per_lambda"]] == [0.1, 0.3]
   assert entry["per_lambda"][0]["comparison_row"] and not entry["per_lambda"][1]["comparison_row"]
   assert entry["per_lambda"][0]["pass@1"] == {
       "difference": {"mean": -0.1875, "ci_low": -0.1875, "ci_high": -0.1875},
-      "verdict": "Poly-EPO behind"}
-  assert entry["per_lambda"][1]["distinct_correct"]["verdict"] == "Poly-EPO ahead"
-  # A registered λ that matches Poly-EPO on both fails the claim, and is named.
+      "side": "Poly-EPO behind"}
+  assert entry["per_lambda"][1]["distinct_correct"]["side"] == "Poly-EPO ahead"
+  assert entry["difference"] == {"mean": 1.0, "ci_low": 1.0, "ci_high": 1.0}
+  # A registered λ that matches Poly-EPO on both: F = 3 - 3 = 0 < 0 + 0.25, refuted.
   level = _tested(_run("rs-1", "reward_shaping", "reward_shaping", 1e-4, [9] * P,
                        lam=1.0)._replace(sweep=1), 10, 3)
   _, claim = _lambda_claim(runs + [level], rows, (0.1, 0.3, 1.0))
-  assert claim.verdict == "does not hold"
-  assert claim.lines[0].endswith("→ **does not hold** (not ahead on either at λ = 1)")
-  # A registered λ that did not run leaves the claim not evaluated: "no λ" is
-  # stated over the λ values tried, all of them.
+  assert claim.verdict == "refuted" and claim.details["curve_height"] == 3.0
+  assert claim.lines[0].endswith("→ **refuted**")
+  # A registered λ that did not run leaves the claim not evaluated: "beyond the
+  # curve" is stated over the λ values tried, all of them.
   lines, claim = _lambda_claim(runs, rows, (0.1, 0.3, 1.0))
   assert claim.verdict == "not evaluated" and "λ = 1 did not run" in claim.lines[0]
   # One seed is not judged; no Poly-EPO row is not evaluated.
@@ -499,20 +526,34 @@ def test_tuning_sweep_follows_the_registered_rule():
     assert run.overrides["run.eval_forced_problems"] == 0
     assert run.overrides["train.num_steps"] == registered["steps"] == 300
     assert run.overrides["run.num_seeds"] == registered["seeds"] == 3
-  # Every algorithm the claims compare, with the same grid; nothing else varies.
+  # Every algorithm the claims compare and the two beside them, with the same grid;
+  # nothing else varies.
   by_algorithm = {}
   for run in runs:
     config = sweep.build_config(run)
-    label = algorithms.label_of(config.algorithm.to_dict())
+    label = algorithms.label_of(config.algorithm.to_dict(), config.train.to_dict())
     by_algorithm.setdefault(label, []).append(run.overrides["train.learning_rate"])
     assert set(run.overrides) - set(runs[0].overrides) <= {"algorithm.objective"}, run.name
-  assert list(by_algorithm) == ["GRPO", "Reward shaping", "Poly-EPO",
-                                "Poly-EPO (correct-only diversity)", "Poly-EPO (windowed)",
-                                "PPO", "Poly-PPO"]
-  assert set(by_algorithm) == set(claims.registry.rows()) - {"Base"}
+  assert list(by_algorithm) == ["GRPO", "Dr. GRPO", "Reward shaping", "Poly-EPO",
+                                "Poly-EPO (as released)", "Poly-EPO (correct-only diversity)",
+                                "Poly-EPO (windowed)", "PPO", "Poly-PPO"]
+  assert set(by_algorithm) == (set(claims.registry.rows()) - {"Base"}) | {
+      "Dr. GRPO", "Poly-EPO (as released)"}
   assert all(lrs == [1e-5, 3e-5, 1e-4, 3e-4] == list(registered["learning_rates"])
              for lrs in by_algorithm.values())
-  assert len(runs) == 7 * 4
+  assert len(runs) == 9 * 4
+  # only= tunes the rows named by key alone, with the same grid and run settings.
+  added = sweep.load_sweep("configs/sweeps/tuning.py:domains=multiplication,"
+                           "only=poly_epo_official+dr_grpo")
+  assert [(r.config_file, r.overrides["train.learning_rate"]) for r in added] == [
+      (f"configs/{name}.py", lr) for name in ("dr_grpo", "poly_epo_official")
+      for lr in registered["learning_rates"]]
+  assert added == [r for r in runs if r.config_file in ("configs/dr_grpo.py",
+                                                        "configs/poly_epo_official.py")]
+  with pytest.raises(ValueError, match=r"only='grpo\+ppx': 'ppx' not among the tuned"):
+    sweep.load_sweep("configs/sweeps/tuning.py:only=grpo+ppx")
+  with pytest.raises(ValueError, match="only= and extend= cannot be combined"):
+    sweep.load_sweep("configs/sweeps/tuning.py:only=grpo,extend=chosen.json")
   with pytest.raises(ValueError, match="Unknown config string key 'stage'"):
     sweep.load_sweep("configs/sweeps/tuning.py:stage=knobs")
   with pytest.raises(ValueError, match="chosen=PATH is empty"):
@@ -567,9 +608,11 @@ def test_committed_choices_are_inside_their_grids():
     chosen = json.load(f)
   runs = records.load_runs(found["results/tuning"])
   labels = {a.key: a.label for a in tuning_sweep.ALGORITHMS}
+  # Rows added after the committed tuning: in its chosen.json once `only=` has tuned them.
+  added = {"dr_grpo", "poly_epo_official"}
   assert sorted(chosen) == ["multiplication", "polynomial_roots"]
   for domain, entries in chosen.items():
-    assert sorted(entries) == sorted(labels), domain   # every algorithm the claims compare
+    assert set(labels) - added <= set(entries) <= set(labels), domain   # every one tuned
     for key, entry in entries.items():
       mine = [r for r in runs if r.domain == domain and r.algorithm == labels[key]]
       scores = {r.config["train"]["learning_rate"]:
