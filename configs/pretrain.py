@@ -108,7 +108,7 @@ def _config(domain, size, with_domain):
 
   # Base-model report on the TFDS eval splits.
   config.report = ml_collections.ConfigDict()
-  config.report.splits = ("test", "ood")
+  config.report.splits = ("validation", "test", "ood")  # targets judged on validation
   config.report.num_problems = 256   # problems per split
   config.report.num_samples = 64     # samples per problem (pass@k for k = 1..64)
   config.report.temperature = 1.0

@@ -7,13 +7,16 @@ with TFDS:
 
 * `validation` and `test`: the training distribution (`env.default_params()`)
   restricted to the exercises `polyepo.splits` holds out of training by a
-  hash of each problem's exercise (`env.canonical_form`), so no evaluation
-  problem is ever trained on, in any surface form (b * a for a * b, another
-  leading coefficient for the same roots); `validation` picks settings, `test`
-  reports them;
-* `ood`: `env.ood_params()`, a shift each domain names (larger factors for
-  multiplication, larger leading coefficients for polynomial roots) with a
-  support disjoint from training's, restricted to the `test` exercises.
+  hash of each problem's class (`env.canonical_form`: every problem a model
+  could answer from another, b * a and (a/2) * (2b) with a * b, p(-x) and
+  x * q(x) with q), so no evaluation exercise is ever trained on in any
+  surface form; `validation` picks settings, `test` reports them;
+* `ood`: `env.ood_params()`, a shift each domain names (products only two
+  large factors make; a root beyond the training range), other exercises than
+  `test`'s and training's.
+
+Each split is `SPLIT_SIZE` distinct exercises, one problem each, drawn without
+replacement (`polyepo.splits.distinct`).
 
   problems = envs.datasets.load_split("multiplication", "ood")  # numpy pytree
   reward, label = env.score(problems, responses)
@@ -53,11 +56,17 @@ def data_dir_or_default(data_dir: Optional[str] = None) -> str:
   return os.path.expanduser(data_dir)
 
 
+SPLIT_SIZE = 256
+"""Exercises per eval split, each a different exercise (`polyepo.splits.distinct`):
+every split of both domains holds at least 300, so 256 are drawn without
+replacement; a run evaluates on the first `eval_num_problems` of them."""
+
+
 @dataclasses.dataclass(eq=False)
 class ProblemsConfig(tfds.core.BuilderConfig):
   """Which env and how many problems of each split, from which seed."""
   env_name: str = "multiplication"
-  size: int = 256
+  size: int = SPLIT_SIZE
   seed: int = 0
 
 
@@ -79,32 +88,34 @@ def _leaf_names(tree):
   return names
 
 
-def sample_split(env_name: str, split: str, size: int, seed: int = 0):
-  """The problems of `split`: a pytree of numpy arrays with leading axis `size`.
+def sample_split(env_name: str, split: str, size: int = SPLIT_SIZE, seed: int = 0):
+  """The problems of `split`: a pytree of numpy arrays with leading axis `size`,
+  one problem of each of `size` distinct exercises (`polyepo.splits.distinct`).
+  Deterministic: the same (env, split, size, seed) always gives the same problems.
 
-  Drawn i.i.d. from the split's distribution (`polyepo.splits.sample`), so a
-  small held-out bucket may repeat a problem. Deterministic: the same (env,
-  split, size, seed) always gives the same problems.
+  Raises:
+    RuntimeError: if the split holds fewer than `size` exercises.
   """
   env, _ = envs.make(env_name)
   params = env.ood_params() if split == "ood" else env.default_params()
   key = jax.random.fold_in(jax.random.PRNGKey(seed), splits.EVAL_SPLITS.index(split))
-  problems = splits.sample(env, key, params, size, split)
-  if env.hold_out and not bool(np.all(splits.in_split(env, problems, split))):
-    raise RuntimeError(f"Could not draw {size} {env_name} problems of split {split!r}.")
-  return jax.tree.map(np.asarray, problems)
+  return splits.distinct(env, key, params, size, split)
 
 
 class SyntheticProblems(tfds.core.GeneratorBasedBuilder):
   """Fixed `test` / `ood` problem sets of a synthetic domain (see module doc)."""
 
-  VERSION = tfds.core.Version("3.0.0")
+  VERSION = tfds.core.Version("4.0.0")
   RELEASE_NOTES = {"1.0.0": "Initial release.",
                    "2.0.0": "A validation split; validation and test held out of training "
                             "by problem hash; ood disjoint from training.",
                    "3.0.0": "Held out by exercise (env.canonical_form), not surface form; "
-                            "ood restricted to the test exercises."}
-  BUILDER_CONFIGS = [_config(name, 256, 0) for name in envs.NAMES]
+                            "ood restricted to the test exercises.",
+                   "4.0.0": "Held out by class (every symmetry of an exercise: multiplication "
+                            "by the product, polynomial roots with a cubic's zero root "
+                            "removed and p(-x) with p); ood other exercises than test; "
+                            "distinct exercises, drawn without replacement."}
+  BUILDER_CONFIGS = [_config(name, SPLIT_SIZE, 0) for name in envs.NAMES]
   # Nothing is downloaded, so there is no checksums file. Saying so also skips
   # `code_path`, which needs `importlib_resources` (not installed here).
   _checksums_path = None
@@ -159,7 +170,7 @@ def _quiet(buffer: io.StringIO):
     absl_logger.setLevel(level)
 
 
-def builder(env_name: str, *, data_dir: Optional[str] = None, size: int = 256,
+def builder(env_name: str, *, data_dir: Optional[str] = None, size: int = SPLIT_SIZE,
             seed: int = 0, build: bool = True) -> SyntheticProblems:
   """The TFDS builder of `env_name`'s splits (`size` problems each), built
   (array_record) if needed."""
@@ -185,7 +196,7 @@ def builder(env_name: str, *, data_dir: Optional[str] = None, size: int = 256,
 
 
 def load_split(env_name: str, split: str, *, data_dir: Optional[str] = None,
-               size: int = 256, seed: int = 0):
+               size: int = SPLIT_SIZE, seed: int = 0):
   """The problems of `split` ("validation", "test" or "ood"): a numpy pytree,
   leading axis `size`.
 

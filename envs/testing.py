@@ -29,13 +29,16 @@ and reports every failure at once. What they hold an env to (see
   `text_to_tokens(response_text(r))` gives r up to EOS, and `render` is the two.
 * `parse_errors`: a question that is no problem raises ValueError quoting it.
 * `canonical_form`: (envs with `hold_out`) `canonical_form` gives each problem
-  one row, the same under `jit` and `vmap`; problems with equal forms (the same
-  exercise) share an answer, a correct response to one earns 1 on the other,
-  and share a split.
+  one row, its own (the same under `jit`, under `vmap` and in any batch), and
+  every problem falls in exactly one split, that of its exercise.
+* `symmetries`: (envs with `hold_out` that define `symmetries`) each symmetry
+  occurs among the drawn problems, and maps every problem it applies to onto a
+  problem of the same exercise (`canonical_form`).
 * `held_out`: (envs with `hold_out`) training draws (`polyepo.splits.sample`)
   never include an exercise of `validation`, `test` or `ood` in any surface
-  form, and no `ood` problem is ever a training problem (the ood shift leaves
-  the training support).
+  form, `ood` shares no exercise with `test` and no problem with training;
+  an env that does not name its `ood` exercises (`beyond_training`) must also
+  shift `ood_params`' support away from training's.
 """
 
 from typing import Callable, Dict, Optional, Sequence
@@ -263,19 +266,26 @@ def _problem_rows(problems) -> set:
   return set(map(tuple, _rows(problems).tolist()))
 
 
-def check_canonical_form(env, params, key, num_problems, num_draws=512):
-  """Equal canonical forms: one answer, one split (and a form per problem).
+def _split_of(env, problems) -> np.ndarray:
+  """i32[B]: the index in `splits.SPLITS` of each problem's split; AssertionError
+  if a problem is in none or in several."""
+  member = np.stack([np.asarray(splits.in_split(env, problems, s)) for s in splits.SPLITS], 1)
+  count = member.sum(1)
+  assert (count == 1).all(), (
+      f"{(count != 1).sum()} problems are in {sorted(set(count[count != 1].tolist()))} splits, "
+      "not exactly one")
+  return np.argmax(member, 1)
 
-  Draws `num_draws` problems (more than the other checks, to find problems of
-  one exercise in different surface forms: b * a beside a * b), demonstrates
-  one applicable strategy on each and scores it on the next problem of its
-  exercise. `num_problems` is not used.
-  """
+
+def check_canonical_form(env, params, key, num_problems, num_draws=512):
+  """One row per problem, its own (jit, vmap, any batch), and one split per
+  exercise. Draws `num_draws` problems (more than the other checks, to find
+  problems of one exercise in different surface forms: b * a beside a * b);
+  `num_problems` is not used."""
   del num_problems
   if not env.hold_out:
     return
-  key_p, key_d = jax.random.split(jax.random.fold_in(key, 4))
-  problems = env.sample_problems(key_p, params, num_draws)
+  problems = env.sample_problems(jax.random.fold_in(key, 4), params, num_draws)
   forms = env.canonical_form(problems)
   assert all(np.shape(x)[0] == num_draws for x in jax.tree.leaves(forms)), (
       "every leaf of canonical_form must have leading axis B")
@@ -287,30 +297,38 @@ def check_canonical_form(env, params, key, num_problems, num_draws=512):
   mapped = jax.tree.map(lambda x: x.reshape((even,) + x.shape[2:]),
                         jax.vmap(env.canonical_form)(halves))
   np.testing.assert_array_equal(_rows(mapped), rows[:even],
-                                err_msg="canonical_form differs under vmap")
+                                err_msg="canonical_form differs under vmap: a row's form "
+                                        "must not depend on the other rows")
+  reverse = jax.tree.map(lambda x: x[::-1], problems)
+  np.testing.assert_array_equal(_rows(env.canonical_form(reverse))[::-1], rows,
+                                err_msg="canonical_form differs in another batch order")
+  split = _split_of(env, problems)
   exercise = np.unique(rows, axis=0, return_inverse=True)[1].reshape(-1)
-  # Each problem's partner: the next problem of its exercise, cyclically (itself if alone).
-  order = np.argsort(exercise, kind="stable")
-  grouped = exercise[order]
-  position = np.arange(num_draws)
-  following = np.where(position + 1 < np.searchsorted(grouped, grouped, side="right"),
-                       position + 1, np.searchsorted(grouped, grouped))
-  partner = np.empty(num_draws, int)
-  partner[order] = order[following]
-  strategies = np.argmax(np.asarray(env.applicable(problems)), axis=1).astype(np.int32)
-  responses, _ = env.demonstrate(key_d, problems, jnp.asarray(strategies))
-  responses = np.asarray(responses)
-  others = jax.tree.map(lambda x: x[partner], problems)
-  reward, _ = env.score(others, jnp.asarray(responses))
-  bad = np.asarray(reward) != 1
-  assert not bad.any(), (
-      f"{bad.sum()} correct responses earn 0 on a problem of the same canonical form: one "
-      "exercise must have one answer. The responses, then the problems they earn 0 on:\n    "
-      + _examples(env, problems, responses, bad) + "\n    "
-      + _examples(env, others, responses, bad))
-  buckets = np.asarray(splits.bucket(env, problems))
-  apart = buckets != buckets[partner]
+  first = np.full(exercise.max() + 1, -1)
+  first[exercise[::-1]] = split[::-1]  # the split of each exercise's first problem
+  apart = split != first[exercise]
   assert not apart.any(), f"{apart.sum()} problems are in another split than their exercise"
+
+
+def check_symmetries(env, params, key, num_problems, num_draws=512):
+  """Each symmetry (`env.symmetries`) keeps the exercise wherever it applies, and
+  applies to some problem among `num_draws` (else it is never checked)."""
+  del num_problems
+  if not env.hold_out or not callable(getattr(env, "symmetries", None)):
+    return
+  problems = env.sample_problems(jax.random.fold_in(key, 5), params, num_draws)
+  rows = _rows(env.canonical_form(problems))
+  for name, (moved, applies) in env.symmetries(problems).items():
+    applies = np.asarray(applies)
+    assert applies.shape == (num_draws,), f"symmetry {name!r}: its mask must be bool[B]"
+    assert applies.any(), f"symmetry {name!r} applies to none of {num_draws} problems"
+    assert np.asarray(env.applicable(moved))[applies].any(1).all(), (
+        f"symmetry {name!r} makes problems no strategy applies to")
+    other = np.any(_rows(env.canonical_form(moved)) != rows, axis=1) & applies
+    assert not other.any(), (
+        f"symmetry {name!r} moves {other.sum()} of {applies.sum()} problems to another "
+        f"exercise (forms {rows[other][:2].tolist()} -> "
+        f"{_rows(env.canonical_form(moved))[other][:2].tolist()})")
 
 
 def check_held_out(env, params, key, num_problems, num_draws=4096):
@@ -322,14 +340,22 @@ def check_held_out(env, params, key, num_problems, num_draws=4096):
   assert np.asarray(splits.in_split(env, train_problems, "train")).all(), (
       "a train draw is outside train")
   train = _problem_rows(env.canonical_form(train_problems))
+  held = {}
   for split in ("validation", "test", "ood"):
     params = env.ood_params() if split == "ood" else default
-    held = splits.sample(env, jax.random.fold_in(key, 1), params, num_draws // 8, split)
-    assert np.asarray(splits.in_split(env, held, split)).all(), f"a {split} draw is outside {split}"
-    leaked = train & _problem_rows(env.canonical_form(held))
+    drawn = splits.sample(env, jax.random.fold_in(key, 1), params, num_draws // 8, split)
+    assert np.asarray(splits.in_split(env, drawn, split)).all(), f"a {split} draw is outside {split}"
+    held[split] = drawn
+    leaked = train & _problem_rows(env.canonical_form(drawn))
     assert not leaked, (f"{len(leaked)} {split} exercises drawn for training (canonical forms "
                         f"{sorted(leaked)[:3]})")
-  ood = _problem_rows(env.sample_problems(jax.random.fold_in(key, 2), env.ood_params(), num_draws))
+  shared = (_problem_rows(env.canonical_form(held["ood"]))
+            & _problem_rows(env.canonical_form(held["test"])))
+  assert not shared, f"{len(shared)} ood exercises are test exercises, e.g. {sorted(shared)[:3]}"
+  ood = _problem_rows(held["ood"])
+  if not splits.owns_ood(env):  # then ood_params alone must leave training's support
+    ood |= _problem_rows(env.sample_problems(jax.random.fold_in(key, 2), env.ood_params(),
+                                             num_draws))
   both = _problem_rows(train_problems) & ood
   assert not both, (f"{len(both)} ood problems are training problems, e.g. {sorted(both)[:3]}: "
                     "ood_params must shift the support away from default_params'")
@@ -348,6 +374,7 @@ CHECKS: Dict[str, Callable] = {
     "render_round_trip": check_render_round_trip,
     "parse_errors": check_parse_errors,
     "canonical_form": check_canonical_form,
+    "symmetries": check_symmetries,
     "held_out": check_held_out,
 }
 

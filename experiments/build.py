@@ -75,6 +75,8 @@ def rl_settings(config) -> Settings:
   train_config = train.TrainConfig(**config.train.to_dict())
   algorithm = algorithms_lib.resolve(config.algorithm)
   run_settings = plan.RunSettings(**config.run.to_dict())
+  checks.at_most("run.eval_num_problems", run_settings.eval_num_problems, datasets.SPLIT_SIZE,
+                 " (the exercises of each eval split)")
   checks.one_of("matmul_dtype", config.matmul_dtype, model.MATMUL_DTYPES)
   ray_resources(config)
   env, env_params = envs.make(config.domain, **config.env)
@@ -154,6 +156,8 @@ def pretrain_config(config, strategy_names):
   evaluate.validate(num_problems=config.report.num_problems,
                     num_samples=config.report.num_samples,
                     temperature=config.report.temperature, prefix="report.")
+  checks.at_most("report.num_problems", config.report.num_problems, datasets.SPLIT_SIZE,
+                 " (the exercises of each eval split)")
   return result
 
 

@@ -108,7 +108,8 @@ refuted, so the plan is what the judging will do.
 row's P problems is counted as one exercise, as the bootstrap counts it. Splits
 drawn i.i.d. from a small held-out bucket repeat problems and exercises (those of
 the splits scheme "exercise", `results/final`'s: 107 distinct exercises among
-multiplication's 128 `test` problems, 35 among polynomial roots'); with
+multiplication's 128 `test` problems, 35 among polynomial roots'; this code's,
+"class", are distinct exercises, `polyepo.evaluation.splits.distinct`); with
 --count_exercises (the default; it draws each split's problems again,
 `envs.datasets.sample_split`) the distinct problems and exercises
 (`env.canonical_form`) among each split's first P problems are printed, for

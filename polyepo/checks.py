@@ -76,6 +76,12 @@ def at_least(name: str, value, low) -> None:
     raise ValueError(f"{name} must be >= {low}, got {value}.")
 
 
+def at_most(name: str, value, high, why: str = "") -> None:
+  """value <= high (a config field or a Python-number argument); `why` says why."""
+  if not value <= high:
+    raise ValueError(f"{name} must be <= {high}{why}, got {value}.")
+
+
 def greater_than(name: str, value, low) -> None:
   """value > low (a config field or a Python-number argument)."""
   if not value > low:

@@ -64,24 +64,30 @@ class Env(Protocol):
     splits', whose problems `polyepo.splits` holds out of training)."""
 
   def ood_params(self) -> Params:
-    """The shifted distribution of the `ood` split: its support is disjoint
-    from `default_params`' (a shift the domain names, e.g. larger operands);
-    `polyepo.splits` draws from it the `test` exercises only."""
+    """The shifted distribution of the `ood` split (a shift the domain names,
+    e.g. larger operands); `polyepo.splits` keeps its draws of the `ood`
+    exercises only, other exercises than `test`'s and training's."""
 
   def sample_problems(self, key, params: Params, batch_size: int) -> Problems:
     """Draws `batch_size` problems; a pytree with leading axis B."""
 
   def canonical_form(self, problems: Problems):
-    """A pytree with leading axis B, equal for two problems iff they are the same exercise.
+    """A pytree with leading axis B, equal for two problems iff they are one exercise.
 
-    What makes two problems the same exercise is the domain's to say: what a
-    model trained on one has learnt about the other (multiplication: the
-    unordered pair, since long multiplication by a on a * b writes what long
-    multiplication by b writes on b * a; polynomial roots: the root multiset,
-    every leading coefficient together). `polyepo.splits` hashes it, so every
-    problem of an exercise falls in one split and an evaluation problem's
-    exercise is never trained on; equal forms must have equal answers
-    (`envs.testing.check_env` checks both).
+    An exercise is a class of problems a model could answer from one another,
+    closed under every symmetry a strategy can exploit, and what those are is
+    the domain's to say (multiplication: the product, since b * a, (a/2) * (2b)
+    and every pair of one product share what a strategy writes or its answer;
+    polynomial roots: the root multiset, every leading coefficient together, a
+    cubic with a zero root with its quadratic, p(-x) with p). `polyepo.splits`
+    hashes it, so every problem of an exercise falls in one split and an
+    evaluation problem's exercise is never trained on (`envs.testing.check_env`
+    checks it, and that the symmetries an env lists, `symmetries`, keep it).
+
+    Optional, beside it: `symmetries(problems)`, {name: (problems, bool[B])},
+    each problem under each symmetry and where that is a problem of the env;
+    `beyond_training(problems)`, bool[B], the exercises of `ood` (a shift the
+    domain names), which `polyepo.splits` then keeps out of every other split.
     """
 
   def prompt_tokens(self, problems: Problems):

@@ -54,6 +54,17 @@ def in_region(params: MultiplicationParams, a, b, digits_a: int, digits_b: int):
   return jnp.where(params.both_large, large_a & large_b, ~(large_a & large_b))
 
 
+def has_pair_in_region(params: MultiplicationParams, n, digits_a: int, digits_b: int):
+  """bool[...]: whether some `digits_a` x `digits_b`-digit pair in the region of
+  `params` has product n (i32[...])."""
+  a = jnp.arange(10**(digits_a - 1), 10**digits_a)
+  n = jnp.asarray(n)[..., None]
+  b = n // a
+  pair = ((n % a == 0) & (b >= 10**(digits_b - 1)) & (b < 10**digits_b)
+          & in_region(params, a, b, digits_a, digits_b))
+  return jnp.any(pair, axis=-1)
+
+
 def sample(key, params: MultiplicationParams, batch_size: int, digits_a: int,
            digits_b: int) -> MultiplicationProblems:
   """`batch_size` problems with `digits_a`- and `digits_b`-digit factors, uniform

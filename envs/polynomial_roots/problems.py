@@ -52,12 +52,14 @@ class PolynomialProblems:
 
 
 TRAIN_MAX_LEAD = 3
-"""The largest leading coefficient of the training distribution."""
+"""The largest leading coefficient (of the training distribution and of `ood`'s)."""
+TRAIN_MAX_ROOT = 12
+"""The largest |root| of the training distribution; `ood` exercises have a larger one."""
 
 
 def default_params(max_root: int, max_lead: int) -> PolynomialParams:
-  """Roots in [-6, 6], leading coefficient 1..3, 30% cubics."""
-  return PolynomialParams(root_range=jnp.int32(min(6, max_root)),
+  """Roots in [-12, 12], leading coefficient 1..3, 30% cubics."""
+  return PolynomialParams(root_range=jnp.int32(min(TRAIN_MAX_ROOT, max_root)),
                           min_lead=jnp.int32(1),
                           lead_range=jnp.int32(min(TRAIN_MAX_LEAD, max_lead)),
                           cubic_prob=jnp.float32(0.3),
@@ -65,14 +67,51 @@ def default_params(max_root: int, max_lead: int) -> PolynomialParams:
 
 
 def ood_params(max_root: int, max_lead: int) -> PolynomialParams:
-  """Leading coefficients above the training range (4 up to the static bound),
-  all cubics, half of them structured: coefficients larger than any training
-  problem's, the quadratic strategies never apply, the searches run long."""
+  """Roots up to the static bound (15 by default), all cubics, half of them
+  structured, the training leading coefficients: `polyepo.splits` keeps the
+  exercises with a root beyond `TRAIN_MAX_ROOT`, whose coefficients are larger
+  than any training problem's, on which the quadratic strategies never apply
+  and the searches run long."""
   return PolynomialParams(root_range=jnp.int32(max_root),
-                          min_lead=jnp.int32(min(TRAIN_MAX_LEAD + 1, max_lead)),
-                          lead_range=jnp.int32(max_lead),
+                          min_lead=jnp.int32(1),
+                          lead_range=jnp.int32(min(TRAIN_MAX_LEAD, max_lead)),
                           cubic_prob=jnp.float32(1.0),
                           structured_prob=jnp.float32(0.5))
+
+
+def sort_live(roots, degree):
+  """i32[..., 3]: the first `degree` roots ascending, index 2 zeroed for quadratics."""
+  live = jnp.arange(3) < jnp.asarray(degree)[..., None]
+  out = jnp.sort(jnp.where(live, roots, jnp.iinfo(jnp.int32).max), axis=-1)
+  return jnp.where(live, out, 0)
+
+
+def coeffs_from_roots(degree, roots, lead):
+  """i32[B, 4]: ascending coefficients of lead * prod (x - r) over the live roots."""
+  return jax.vmap(_coeffs_from_roots)(lead, roots, degree == 3).astype(jnp.int32)
+
+
+def without_a_zero(degree, roots):
+  """(degree i32[B], roots i32[B, 3]): a cubic with a zero root as its quadratic
+  q, since x * q(x) is solved by solving q; other problems unchanged."""
+  zero = (degree == 3) & jnp.any(roots == 0, axis=-1)
+  first_zero = jnp.argmax(roots == 0, axis=-1)
+  dropped = jnp.where(jnp.arange(3) == first_zero[:, None], jnp.iinfo(jnp.int32).max, roots)
+  quadratic = sort_live(jnp.sort(dropped, axis=-1), jnp.full_like(degree, 2))
+  return (jnp.where(zero, 2, degree).astype(jnp.int32),
+          jnp.where(zero[:, None], quadratic, roots).astype(jnp.int32))
+
+
+def exercise(degree, roots):
+  """i32[B, 4]: a problem's exercise, the degree and the root multiset (sorted)
+  with a cubic's zero root removed (`without_a_zero`) and p(-x) folded in (the
+  smaller of the roots and their negation, lexicographically)."""
+  degree, roots = without_a_zero(degree, roots)
+  mirror = sort_live(-roots, degree)
+  # Roots are bounded by 19 (`PolynomialRoots`): base-64 digits order rows lexicographically.
+  key = lambda r: ((r[:, 0] + 32) * 64 + r[:, 1] + 32) * 64 + r[:, 2] + 32
+  smaller = jnp.where((key(mirror) < key(roots))[:, None], mirror, roots)
+  return jnp.concatenate([degree[:, None], smaller], axis=1).astype(jnp.int32)
 
 
 class Problem(NamedTuple):

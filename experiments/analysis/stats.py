@@ -8,7 +8,9 @@ P problem indices and S seed indices with replacement and takes the mean of x
 over the drawn seeds and problems; the 95% interval is the 2.5th and 97.5th
 percentile of `NUM_REPLICATES` replicates (the percentile interval, Efron &
 Tibshirani 1993, §13.3). Drawing both axes counts both sources of noise: which
-problems the evaluation happened to hold, and which seeds were trained.
+problems the evaluation happened to hold, and which seeds were trained. Each eval
+split holds distinct exercises, one problem each (`polyepo.splits.distinct`), so
+resampling problems resamples exercises.
 
 A difference between two runs evaluated on the same problems is *paired*: each
 replicate draws one set of problem indices for both runs (every run of a domain

@@ -1,18 +1,23 @@
 """Held-out problems: no exercise of `validation`, `test` or `ood` is ever trained on.
 
-Every problem falls in one of `NUM_BUCKETS` buckets by a hash of its exercise,
-the env's `canonical_form` (multiplication: the unordered pair, so a * b and
-b * a share a bucket; polynomial roots: the root multiset, whatever the leading
-coefficient); bucket 0 is `validation`, bucket 1 is `test`, the rest is `train`.
-Pretraining and RL draw their problems from `train` only, the eval splits from
-their own bucket, so no problem of an evaluated exercise is ever seen in
-training, in any surface form, whatever the size of the problem space. `ood`
-problems come from the env's `ood_params`, a shift each domain names and
-`envs.testing.check_env` checks, restricted to the `test` exercises: never
-trained on, never used to choose a setting.
+An *exercise* is a class of problems a model could answer from one another: the
+env's `canonical_form`, closed under every symmetry a strategy can exploit
+(multiplication: the product, so a * b shares its class with b * a, with
+(a/2) * (2b) and with every other pair of the same product; polynomial roots:
+the root multiset with a cubic's zero root removed and the mirror p(-x) folded
+in, whatever the leading coefficient). Every problem falls in one of
+`NUM_BUCKETS` buckets by a hash of its exercise; `BUCKETS` names the buckets of
+`validation` and `test`.
 
-  problems = splits.sample(env, key, env.default_params(), 256)          # train
-  problems = splits.sample(env, key, env.default_params(), 128, "test")  # held out
+`ood` is other exercises than `test`, in a shift each domain names: an env
+that defines `beyond_training(problems)` (multiplication: products no pair
+inside the training region has; polynomial roots: a root beyond the training
+range) owns its `ood` exercises, which are then out of every other split; for
+any other env `ood` is its own bucket (`OOD_BUCKET`), drawn from `ood_params`.
+`train` is everything else: pretraining and RL draw from it only.
+
+  problems = splits.sample(env, key, env.default_params(), 256)           # train
+  problems = splits.distinct(env, key, env.default_params(), 256, "test")  # 256 exercises
 
 An env whose problem space is too small to split (`env.hold_out` False, e.g. a
 four-problem test env) trains and evaluates on all of it.
@@ -20,18 +25,22 @@ four-problem test env) trains and evaluates on all of it.
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 NUM_BUCKETS = 8
-BUCKETS = {"validation": 0, "test": 1, "ood": 1}  # ood: the test exercises, shifted
+BUCKETS = {"validation": (0, 1), "test": (2, 3)}
+OOD_BUCKET = 4
+"""`ood`'s bucket, for an env that does not own its `ood` exercises (`owns_ood`)."""
 SPLITS = ("train", "validation", "test", "ood")
-EVAL_SPLITS = SPLITS[1:]  # evaluated, each a TFDS split of fixed problems (envs.datasets)
+EVAL_SPLITS = SPLITS[1:]  # evaluated, each a TFDS split of fixed exercises (envs.datasets)
 MAX_ROUNDS = 256
-"""Rejection rounds: a train draw (acceptance 3/4) is still held out after them
-with probability 4^-256, an eval-split draw (1/8) with (7/8)^256 ~ 1e-15."""
-SCHEME = "exercise"
-"""How problems fall into splits (by a hash of `Env.canonical_form`), recorded
-in every run's and base model's config: a run or a cached base model made under
-another scheme, which trained on other problems, is never resumed or reused."""
+"""Rejection rounds of `sample`: a draw (acceptance at least about 1/4 for these
+splits) is still outside its split after them with probability (3/4)^256 ~ 1e-32."""
+SCHEME = "class"
+"""How problems fall into splits (by a hash of `Env.canonical_form`, `ood` apart),
+recorded in every run's and base model's config: a run or a cached base model
+made under another scheme, which trained on other problems, is never resumed or
+reused."""
 
 _SALT = 0x9E3779B9
 
@@ -73,18 +82,34 @@ def bucket(env, problems) -> jax.Array:
   return (problem_hash(env.canonical_form(problems)) % NUM_BUCKETS).astype(jnp.int32)
 
 
+def owns_ood(env) -> bool:
+  """Whether `env` names its `ood` exercises itself (`env.beyond_training`)."""
+  return callable(getattr(env, "beyond_training", None))
+
+
+def _held_buckets(env):
+  """The buckets training never draws from."""
+  held = BUCKETS["validation"] + BUCKETS["test"]
+  return held if owns_ood(env) else held + (OOD_BUCKET,)
+
+
 def in_split(env, problems, split: str) -> jax.Array:
   """bool[B]: which problems' exercises belong to `split`.
 
-  "train" is every bucket but validation's and test's; "ood" is test's bucket
-  (whether a problem is drawn from the ood shift is the params', not the
-  bucket's, to say).
+  Every exercise is in exactly one split (whether a problem is drawn from the
+  ood shift is the params', not the split's, to say): `ood`, for an env that
+  owns it, is `env.beyond_training`, and those exercises are in no other split;
+  otherwise `OOD_BUCKET`. jit- and vmap-able.
   """
   check_split(split)
+  owns = owns_ood(env)
+  if split == "ood":
+    return env.beyond_training(problems) if owns else bucket(env, problems) == OOD_BUCKET
   b = bucket(env, problems)
+  inside = ~env.beyond_training(problems) if owns else jnp.ones(b.shape, bool)
   if split == "train":
-    return b > max(BUCKETS.values())
-  return b == BUCKETS[split]
+    return inside & ~jnp.isin(b, jnp.asarray(_held_buckets(env)))
+  return inside & jnp.isin(b, jnp.asarray(BUCKETS[split]))
 
 
 def check_split(split: str) -> None:
@@ -97,8 +122,9 @@ def sample(env, key: jax.Array, params, batch_size: int, split: str = "train"):
 
   Rejection sampling in a `lax.while_loop`: rows outside the split are redrawn
   until none is left (at most `MAX_ROUNDS` rounds), so the result is the
-  distribution of `params` conditioned on the split's exercises. jit- and
-  vmap-able. Envs with `hold_out` False are drawn as is.
+  distribution of `params` conditioned on the split's exercises; draws are
+  independent, so an exercise may repeat (`distinct` draws without
+  replacement). jit- and vmap-able. Envs with `hold_out` False are drawn as is.
 
   Args:
     env: a `polyepo.env_api.Env`.
@@ -130,3 +156,48 @@ def sample(env, key: jax.Array, params, batch_size: int, split: str = "train"):
 
   _, problems = jax.lax.while_loop(pending, redraw, (jnp.int32(1), first))
   return problems
+
+
+def form_rows(env, problems) -> np.ndarray:
+  """i64[B, W]: each problem's exercise (`env.canonical_form`), every leaf's
+  numbers side by side: equal rows, one exercise."""
+  forms = jax.tree.leaves(env.canonical_form(problems))
+  return np.concatenate([np.asarray(x).reshape(np.shape(x)[0], -1) for x in forms],
+                        axis=1).astype(np.int64)
+
+
+def distinct(env, key: jax.Array, params, size: int, split: str, max_rounds: int = 64):
+  """`size` problems of `split`, one per exercise: drawn without replacement.
+
+  Batches of `sample(env, ., params, size, split)` are drawn until `size`
+  exercises have appeared; each exercise keeps the problem it first appeared
+  with, in order of first appearance (so an exercise with more problems under
+  `params` is more likely to be among them, and every one is drawn at most
+  once). Runs on the host (numpy), once per eval split. Envs with `hold_out`
+  False are drawn as `sample` draws them.
+
+  Returns:
+    A numpy problems pytree with leading axis `size`.
+
+  Raises:
+    RuntimeError: if fewer than `size` exercises of `split` appeared in
+      `max_rounds` batches, naming how many did (the split is too small).
+  """
+  check_split(split)
+  if not env.hold_out:
+    return jax.tree.map(np.asarray, sample(env, key, params, size, split))
+  draw = jax.jit(lambda k: sample(env, k, params, size, split))
+  batches, seen = [], set()
+  for r in range(max_rounds):
+    batch = jax.tree.map(np.asarray, draw(jax.random.fold_in(key, r)))
+    batches.append(batch)
+    seen.update(map(tuple, form_rows(env, batch).tolist()))
+    if len(seen) >= size:
+      break
+  else:
+    raise RuntimeError(
+        f"Only {len(seen)} distinct exercises of split {split!r} in {max_rounds} batches of "
+        f"{size} draws from {type(env).__name__}; {size} asked for: the split is too small.")
+  problems = jax.tree.map(lambda *xs: np.concatenate(xs), *batches)
+  _, first = np.unique(form_rows(env, problems), axis=0, return_index=True)
+  return jax.tree.map(lambda x: x[np.sort(first)[:size]], problems)

@@ -62,21 +62,28 @@ def test_splits_are_deterministic(splits, tmp_path):
 
 
 def test_eval_problems_are_held_out_of_training(splits):
-  """validation and test problems never occur among training draws (pretraining
-  and RL sample through `splits.sample(..., "train")`), nor do ood problems
-  (both factors 50 or more)."""
+  """validation, test and ood problems share no product with training draws
+  (pretraining and RL sample through `splits.sample(..., "train")`) nor with
+  each other, and each split is distinct exercises."""
   data_dir, test, ood = splits
   validation = datasets.load_split("multiplication", "validation", data_dir=data_dir,
                                    size=200, seed=3)
   env, params = envs.make("multiplication")
   train = polyepo_splits.sample(env, jax.random.PRNGKey(0), params, 20_000)
-  pairs = lambda p: set(zip(np.asarray(p.a).tolist(), np.asarray(p.b).tolist()))
-  seen = pairs(train)
-  assert len(seen) > 3500  # most of the 5,600 - 2 * 700 training problems
-  assert not seen & pairs(test) and not seen & pairs(validation)
-  assert not pairs(test) & pairs(validation)
-  assert not seen & pairs(ood)
-  assert not np.any((np.asarray(train.a) >= 50) & (np.asarray(train.b) >= 50))
+  products = lambda p: set((np.asarray(p.a) * np.asarray(p.b)).tolist())
+  seen = products(train)
+  assert len(seen) > 750  # most of the 811 training products
+  for split in (test, validation, ood):
+    assert len(products(split)) == 200
+    assert not seen & products(split)
+  assert not products(test) & products(validation)
+  assert not products(test) & products(ood)
+  assert ((np.asarray(ood.a) >= 50) & (np.asarray(ood.b) >= 50)).all()
+
+
+def test_a_split_larger_than_its_exercises_is_refused():
+  with pytest.raises(RuntimeError, match="distinct exercises of split 'validation'"):
+    datasets.sample_split("multiplication", "validation", 2000)
 
 
 def test_ood_has_the_documented_shift(splits):

@@ -217,16 +217,24 @@ class _ParseSaysNothing(addition_env.Addition):
       raise ValueError("bad question") from None
 
 
-class _FormIgnoresTheTens(addition_env.Addition):
-  """Broken: 12 + 30 and 22 + 30 are one exercise, with different answers."""
+class _FormOfTheBatch(addition_env.Addition):
+  """Broken: a problem's form depends on the other problems of its batch."""
 
   def canonical_form(self, problems):
-    return super().canonical_form(problems.replace(a=problems.a % 10))
+    return super().canonical_form(problems) - problems.a[0]
+
+
+class _FormOrdersThePair(addition_env.Addition):
+  """Broken: a + b and b + a are two exercises, though its symmetries say one."""
+
+  def canonical_form(self, problems):
+    return jnp.stack([problems.a, problems.b], axis=1)
 
 
 @pytest.mark.parametrize("broken, check", [
     (_RewardsTheTrace, "reward_from_problem"),
-    (_FormIgnoresTheTens, "canonical_form"),
+    (_FormOfTheBatch, "canonical_form"),
+    (_FormOrdersThePair, "symmetries"),
     (_SlipsLoseTheirLabel, "slips"),
     (_AcceptsTruncation, "truncation"),
     (_ParseSaysNothing, "parse_errors"),

@@ -11,7 +11,8 @@ a token deleted or inserted, spliced with another response, random tokens).
 The kit must reproduce all of it exactly on those problems (read back from the
 file: the training and ood distributions have since changed on purpose, see
 `polyepo.splits`; polynomial roots is built with the static bounds it had then,
-max_lead=3, so that its prompts keep their width). Correctness itself is tested
+max_root=6 and max_lead=3, so that its prompts, search lists and traces keep
+their width). Correctness itself is tested
 against independent brute force in the per-domain tests and
 `envs.testing.check_env`.
 """
@@ -28,7 +29,7 @@ import repo
 
 GOLDEN = np.load(os.path.join(repo.PINS, "envs_before_kit.npz"))
 NUM_PROBLEMS = 128
-STATIC_THEN = {"multiplication": {}, "polynomial_roots": {"max_lead": 3}}
+STATIC_THEN = {"multiplication": {}, "polynomial_roots": {"max_root": 6, "max_lead": 3}}
 
 
 @pytest.mark.slow

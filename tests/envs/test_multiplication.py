@@ -325,6 +325,24 @@ def test_sample_problems_respects_params():
     assert len(np.unique(x)) == 50
 
 
+def test_canonical_form_is_the_product_and_ood_products_are_beyond_training():
+  pairs = mul.MultiplicationProblems(a=jnp.asarray([24, 12, 48, 36, 99, 97], jnp.int32),
+                                     b=jnp.asarray([36, 72, 18, 24, 98, 96], jnp.int32))
+  np.testing.assert_array_equal(np.asarray(ENV.canonical_form(pairs))[:, 0],
+                                [864, 864, 864, 864, 9702, 9312])
+  # 9702 = 99 * 98 only (both large); 9312 = 97 * 96 only; 864 = 24 * 36 = 12 * 72.
+  np.testing.assert_array_equal(np.asarray(ENV.beyond_training(pairs)),
+                                [False, False, False, False, True, True])
+  # Beyond training: no 2 x 2 pair with at most one factor of 50 or more has the product.
+  by_hand = {n for n in range(100, 10_000)
+             if any(n % a == 0 and 10 <= n // a <= 99 and not (a >= 50 and n // a >= 50)
+                    for a in range(10, 100))}
+  ood = ENV.sample_problems(jax.random.PRNGKey(5), ENV.ood_params(), 512)
+  products = np.asarray(ood.a) * np.asarray(ood.b)
+  np.testing.assert_array_equal(np.asarray(ENV.beyond_training(ood)),
+                                [int(n) not in by_hand for n in products])
+
+
 def test_prompt_tokens_spell_the_question():
   problems = ENV.sample_problems(jax.random.PRNGKey(4), PARAMS, 64)
   prompts = np.asarray(ENV.prompt_tokens(problems))

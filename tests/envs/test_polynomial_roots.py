@@ -16,6 +16,7 @@ import pytest
 import envs
 from envs import polynomial_roots as pr
 from envs.polynomial_roots import env as pr_env
+from envs.polynomial_roots import problems as rp
 from polyepo.env_api import DEGENERATE
 
 S = len(pr.STRATEGY_NAMES)
@@ -101,12 +102,40 @@ def test_sampling_respects_params(env):
   p = env.sample_problems(jax.random.PRNGKey(3), env.default_params(), 256)
   deg = np.asarray(p.degree)
   assert 0.2 < (deg == 3).mean() < 0.4
-  assert np.abs(np.asarray(p.roots)).max() == 6
+  assert np.abs(np.asarray(p.roots)).max() == 12
   lead = np.asarray(p.coeffs)[np.arange(256), deg]
   assert set(lead.tolist()) == {1, 2, 3}
   ood = env.sample_problems(jax.random.PRNGKey(3), env.ood_params(), 256)
   assert np.all(np.asarray(ood.degree) == 3)
-  assert set(np.asarray(ood.coeffs)[:, 3].tolist()) == {4, 5}  # larger than training's
+  assert set(np.asarray(ood.coeffs)[:, 3].tolist()) == {1, 2, 3}
+  assert np.abs(np.asarray(ood.roots)).max() == 15  # roots beyond training's (splits keep them)
+
+
+def _problem(degree, roots, lead):
+  return pr.PolynomialProblems(
+      degree=jnp.asarray([degree], jnp.int32),
+      coeffs=rp.coeffs_from_roots(jnp.asarray([degree], jnp.int32),
+                                  jnp.asarray([roots], jnp.int32), jnp.asarray([lead], jnp.int32)),
+      roots=jnp.asarray([roots], jnp.int32))
+
+
+@pytest.mark.parametrize("degree, roots, lead, form", [
+    (2, (-3, 5, 0), 1, (2, -5, 3, 0)),     # mirror (-5, 3) is lexicographically smaller
+    (2, (-5, 3, 0), 2, (2, -5, 3, 0)),     # p(-x) of the above, another lead
+    (3, (0, 2, 7), 1, (2, -7, -2, 0)),     # x * q(x): q's roots (2, 7), mirrored
+    (3, (-7, -2, 0), 3, (2, -7, -2, 0)),
+    (3, (0, 0, 4), 1, (2, -4, 0, 0)),      # one zero removed, one kept
+    (3, (-1, 2, 9), 1, (3, -9, -2, 1)),
+])
+def test_canonical_form_by_hand(env, degree, roots, lead, form):
+  np.testing.assert_array_equal(np.asarray(env.canonical_form(_problem(degree, roots, lead)))[0],
+                                form)
+  assert _eval_poly(np.asarray(_problem(degree, roots, lead).coeffs)[0], roots[0]) == 0
+
+
+def test_beyond_training_is_a_root_over_twelve(env):
+  near, far = _problem(3, (-12, 0, 12), 1), _problem(3, (-13, 0, 1), 1)
+  assert not bool(env.beyond_training(near)[0]) and bool(env.beyond_training(far)[0])
 
 
 def test_params_vmappable(env):
@@ -401,14 +430,14 @@ def test_parse_problems_accepts(env, text, degree, coeffs, roots):
     ("2x^2 - 3x + 1 = 0", "integer roots"),  # root 1/2
     ("x^4 - 1 = 0", "degree"),
     ("x - 1 = 0", "degree"),
-    ("x^2 - 100 = 0", "out of range"),
+    ("x^2 - 400 = 0", "out of range"),
     ("x^2 + 1 = 0", "integer roots"),
     ("what is the weather", "Cannot parse"),
     ("x^2 - 2.5x + 1 = 0", "integers"),
     ("x^2 - 5x + 6 = 0 = 1", "Cannot parse"),
     ("x^2 -* 5x = 0", "Cannot parse"),
     # Parsed, then refused saying why.
-    ("Solve -2*c**3 - 40*c**2 - 256*c - 512 = 0.", "roots [-8, -8, -4] exceed |r| <= 6"),
+    ("Solve -2*c**3 - 72*c**2 - 768*c - 2048 = 0.", "roots [-16, -16, -4] exceed |r| <= 15"),
     ("Let 7*k**2 - 7 = 0. Calculate k.", "leading coefficient 7 exceeds 5"),
     ("Solve -3*h**2/2 - 24*h - 45 = 0 for h.", "coefficients must be integers"),
     ("Solve z**4 - 1 = 0 for z.", "degree 4"),

@@ -1,9 +1,10 @@
-"""Tests for polyepo.splits: evaluation exercises held out of training by hash.
+"""Tests for polyepo.splits: evaluation exercises held out of training by class.
 
-The leak-rate tests enumerate each domain's training distribution and build
-every surface form of an exercise by hand (b * a for a * b; the same roots
-under every leading coefficient), independently of `Env.canonical_form`, and
-count the held-out problems whose exercise is trained on in another form.
+The leak tests enumerate each domain's training distribution and build every
+related form of an exercise by hand (every pair of one product; the same roots
+under every leading coefficient, mirrored, with or without a zero root),
+independently of `Env.canonical_form`, and count the held-out problems whose
+class is trained on in another form (none), beside the previous schemes' leaks.
 """
 
 import collections
@@ -18,6 +19,7 @@ import envs
 from envs.multiplication import problems as multiplication_problems
 from envs.polynomial_roots import problems as roots_problems
 from polyepo.evaluation import splits
+import addition_env
 import toy_env
 
 
@@ -49,15 +51,17 @@ def test_negative_and_float_leaves_hash():
 
 
 def test_buckets_are_balanced_over_a_whole_problem_space():
-  """Every 2 x 2 multiplication exercise (unordered pair): each bucket holds
-  about 1/8 of them."""
+  """Every 2 x 2 multiplication exercise (a product): each bucket holds about
+  1/8 of them."""
   a, b = np.triu_indices(100)
   keep = a >= 10
   problems = envs.multiplication.MultiplicationProblems(
       jnp.asarray(a[keep], jnp.int32), jnp.asarray(b[keep], jnp.int32))
   env, _ = envs.make("multiplication")
-  counts = np.bincount(np.asarray(splits.bucket(env, problems)), minlength=splits.NUM_BUCKETS)
-  expected = keep.sum() / splits.NUM_BUCKETS
+  products, first = np.unique(a[keep] * b[keep], return_index=True)
+  one_each = jax.tree.map(lambda x: x[first], problems)
+  counts = np.bincount(np.asarray(splits.bucket(env, one_each)), minlength=splits.NUM_BUCKETS)
+  expected = len(products) / splits.NUM_BUCKETS
   assert np.all(np.abs(counts - expected) < 4 * np.sqrt(expected)), counts
 
 
@@ -70,11 +74,6 @@ def _multiplication_training_space():
       jnp.asarray(a[keep], jnp.int32), jnp.asarray(b[keep], jnp.int32))
 
 
-def _swapped(problems):
-  """b * a for each a * b: the other surface form of its exercise."""
-  return problems.replace(a=problems.b, b=problems.a)
-
-
 def _roots_problem(degree, roots, lead):
   """(coeffs i32[4] ascending, roots i32[3]) of lead * prod (x - r), by numpy."""
   coeffs = np.zeros(4, np.int64)
@@ -82,12 +81,27 @@ def _roots_problem(degree, roots, lead):
   return coeffs, np.pad(sorted(roots), (0, 3 - degree))
 
 
-def _roots_training_space():
-  """{root multiset: [problem per lead 1..3]}: every problem of the training
-  distribution (roots in [-6, 6], leading coefficient 1..3, quadratics and cubics)."""
+def _roots_related(degree, roots):
+  """Every (degree, roots) a model could answer (degree, roots) from, by hand:
+  the mirror p(-x), a cubic's zero root removed (x * q(x) is solved by q), and
+  the cubic x * q(x) of a quadratic q."""
+  roots = tuple(sorted(roots))
+  forms = {(degree, roots), (degree, tuple(sorted(-r for r in roots)))}
+  if degree == 3 and 0 in roots:
+    rest = list(roots)
+    rest.remove(0)
+    forms |= {(2, tuple(rest)), (2, tuple(sorted(-r for r in rest)))}
+  if degree == 2:
+    forms |= {(3, tuple(sorted(roots + (0,)))), (3, tuple(sorted(-r for r in roots + (0,))))}
+  return forms
+
+
+def _roots_training_space(max_root=roots_problems.TRAIN_MAX_ROOT):
+  """{(degree, roots): [problem per lead 1..3]}: every problem of the training
+  distribution (roots in [-12, 12], leading coefficient 1..3)."""
   space = {}
   for degree in (2, 3):
-    for roots in itertools.combinations_with_replacement(range(-6, 7), degree):
+    for roots in itertools.combinations_with_replacement(range(-max_root, max_root + 1), degree):
       space[(degree, roots)] = [_roots_problem(degree, roots, lead) for lead in (1, 2, 3)]
   return space
 
@@ -100,67 +114,71 @@ def _roots_batch(rows):
       roots=jnp.asarray(np.stack([r for _, (_, r) in rows]), jnp.int32))
 
 
-def _surface_in_split(problems, split):
-  """bool[B]: the split of each problem under a hash of its own numbers (its
-  surface form), which held out problems, not exercises."""
-  b = np.asarray(splits.problem_hash(problems) % splits.NUM_BUCKETS)
-  return b > max(splits.BUCKETS.values()) if split == "train" else b == splits.BUCKETS[split]
+def _in_buckets(hashes, split):
+  b = np.asarray(hashes % splits.NUM_BUCKETS)
+  held = splits.BUCKETS["validation"] + splits.BUCKETS["test"]
+  return ~np.isin(b, held) if split == "train" else np.isin(b, splits.BUCKETS[split])
 
 
 @pytest.mark.parametrize("split", ["validation", "test"])
-def test_no_held_out_multiplication_problem_is_trained_on_as_its_twin(split):
+def test_no_held_out_multiplication_product_is_a_training_product(split):
   env, _ = envs.make("multiplication")
   space = _multiplication_training_space()
+  a, b = np.asarray(space.a), np.asarray(space.b)
   held = np.asarray(splits.in_split(env, space, split))
-  twin = _swapped(space)
-  twin_trained = np.asarray(splits.in_split(env, twin, "train"))
-  assert held.sum() > 500  # about 1/8 of the 5,600
-  leak_rate = np.mean(twin_trained[held])
-  assert leak_rate == 0.0
-  # Hashing the surface form leaks: 539 of the 695 test problems (77.6%) had
-  # their twin in training.
-  surface_held = _surface_in_split(space, split)
-  surface_leak = np.mean(_surface_in_split(twin, "train")[surface_held])
-  assert surface_leak > 0.7, surface_leak
+  trained = np.asarray(splits.in_split(env, space, "train"))
+  assert held.sum() > 1000  # about 1/4 of the 5,600
+  assert not set((a * b)[held]) & set((a * b)[trained])
+  # Hashing the unordered pair (the previous scheme) leaks: 40.7% of held-out
+  # problems' products are training products (by halve-and-double, or any
+  # other pair of one product).
+  pair = np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1)
+  pair_hash = splits.problem_hash(jnp.asarray(pair, jnp.int32))
+  pair_held, pair_trained = _in_buckets(pair_hash, split), _in_buckets(pair_hash, "train")
+  leak = np.isin((a * b)[pair_held], (a * b)[pair_trained]).mean()
+  assert 0.3 < leak < 0.5, leak
 
 
 @pytest.mark.parametrize("split", ["validation", "test"])
-def test_no_held_out_roots_problem_is_trained_on_under_another_lead(split):
+def test_no_held_out_roots_problem_is_trained_on_in_a_related_form(split):
   env, _ = envs.make("polynomial_roots")
   space = _roots_training_space()
   rows = [(d, problem) for (d, _), problems in space.items() for problem in problems]
   batch = _roots_batch(rows)
-  held = np.asarray(splits.in_split(env, batch, split)).reshape(-1, 3)    # [exercise, lead]
+  keys = list(space)
+  held = np.asarray(splits.in_split(env, batch, split)).reshape(-1, 3)     # [exercise, lead]
   trained = np.asarray(splits.in_split(env, batch, "train")).reshape(-1, 3)
-  assert held.sum() > 150  # about 1/8 of the 1,638
-  # A held-out problem leaks if a problem with its roots, under any lead, is trained on.
-  leak_rate = np.mean(np.repeat(trained.any(1, keepdims=True), 3, 1)[held])
-  assert leak_rate == 0.0
-  surface_held = _surface_in_split(batch, split).reshape(-1, 3)
-  surface_trained = _surface_in_split(batch, "train").reshape(-1, 3)
-  surface_leak = np.mean(np.repeat(surface_trained.any(1, keepdims=True), 3, 1)[surface_held])
-  assert surface_leak > 0.9, surface_leak
+  assert held.sum() > 1500  # about 1/4 of the 7,254
+  trained_forms = {keys[i] for i in np.flatnonzero(trained.any(1))}
+  leaked = [keys[i] for i in np.flatnonzero(held.any(1))
+            if _roots_related(*keys[i]) & trained_forms]
+  assert not leaked, leaked[:3]
+  # Hashing the root multiset alone (the previous scheme) leaks: most held-out
+  # exercises have their mirror or their zero-root twin in training.
+  multiset = splits.problem_hash(jnp.asarray([(d,) + r + (0,) * (3 - d) for d, r in keys],
+                                             jnp.int32))
+  old_held = dict(zip(keys, _in_buckets(multiset, split)))
+  old_trained = {k for k, t in zip(keys, _in_buckets(multiset, "train")) if t}
+  leak = np.mean([bool(_roots_related(*k) & old_trained) for k, h in old_held.items() if h])
+  assert leak > 0.5, leak
 
 
 @pytest.mark.parametrize("domain", envs.NAMES)
-def test_drawn_eval_problems_have_no_surface_form_in_training(domain):
-  """The eval splits' problems as drawn (`splits.sample`, as envs.datasets draws
-  them): no surface form of their exercise is a training problem."""
-  env, params = envs.make(domain)
-  key = jax.random.key(5)
-  for split in ("validation", "test", "ood"):
-    draw_params = env.ood_params() if split == "ood" else params
-    held = jax.device_get(splits.sample(env, key, draw_params, 128, split))
-    if domain == "multiplication":
-      forms = _swapped(held)
-      in_training = ~((np.asarray(forms.a) >= 50) & (np.asarray(forms.b) >= 50))
-    else:
-      rows = [(int(d), _roots_problem(int(d), tuple(r[:d]), lead))
-              for d, r in zip(held.degree, held.roots) for lead in (1, 2, 3)]
-      forms = _roots_batch(rows)
-      in_training = np.ones(len(rows), bool)  # leads 1..3, roots in [-6, 6]
-    trained = np.asarray(splits.in_split(env, forms, "train")) & in_training
-    assert not trained.any(), f"{split}: {trained.sum()} exercises trained on"
+def test_ood_is_beyond_training_and_apart_from_test(domain):
+  """`ood` draws (multiplication: both factors 50 or more; polynomial roots: a
+  root beyond 12) are exercises training never has, by hand."""
+  env, _ = envs.make(domain)
+  ood = jax.device_get(splits.sample(env, jax.random.key(5), env.ood_params(), 128, "ood"))
+  if domain == "multiplication":
+    space = _multiplication_training_space()
+    training_products = set((np.asarray(space.a) * np.asarray(space.b)).tolist())
+    assert not set((np.asarray(ood.a) * np.asarray(ood.b)).tolist()) & training_products
+    assert ((np.asarray(ood.a) >= 50) & (np.asarray(ood.b) >= 50)).all()
+  else:
+    assert (np.abs(np.asarray(ood.roots)).max(1) > roots_problems.TRAIN_MAX_ROOT).all()
+    assert (np.asarray(ood.degree) == 3).all()
+  assert not np.asarray(splits.in_split(env, ood, "test")).any()
+  assert not np.asarray(splits.in_split(env, ood, "train")).any()
 
 
 @pytest.mark.parametrize("split", ["train", "validation", "test"])
@@ -168,13 +186,37 @@ def test_sample_draws_only_the_split(split):
   env, params = envs.make("multiplication")
   problems = jax.jit(lambda k: splits.sample(env, k, params, 512, split))(jax.random.key(1))
   assert np.asarray(splits.in_split(env, problems, split)).all()
-  # By hand: validation is bucket 0, test bucket 1, train the other six.
+  # By hand: validation is buckets 0 and 1, test 2 and 3, train 4 to 7.
   buckets = set(np.asarray(splits.bucket(env, problems)).tolist())
-  assert buckets <= {"validation": {0}, "test": {1}, "train": set(range(2, 8))}[split]
+  assert buckets <= {"validation": {0, 1}, "test": {2, 3}, "train": set(range(4, 8))}[split]
   # Conditioning on the split keeps the distribution's support: every leading
   # digit still occurs.
   lead = np.asarray(problems.a) // 10
   assert set(lead.tolist()) == set(range(1, 10))
+
+
+def test_an_env_without_beyond_training_has_an_ood_bucket():
+  env = addition_env.Addition()
+  problems = splits.sample(env, jax.random.key(0), env.ood_params(), 256, "ood")
+  assert set(np.asarray(splits.bucket(env, problems)).tolist()) == {splits.OOD_BUCKET}
+  train = splits.sample(env, jax.random.key(1), env.default_params(), 256, "train")
+  assert set(np.asarray(splits.bucket(env, train)).tolist()) == {5, 6, 7}
+
+
+def test_distinct_draws_each_exercise_once_and_deterministically():
+  env, params = envs.make("multiplication")
+  problems = splits.distinct(env, jax.random.key(3), params, 300, "validation")
+  products = np.asarray(problems.a) * np.asarray(problems.b)
+  assert len(set(products.tolist())) == 300
+  assert np.asarray(splits.in_split(env, problems, "validation")).all()
+  again = splits.distinct(env, jax.random.key(3), params, 300, "validation")
+  np.testing.assert_array_equal(np.asarray(again.a), np.asarray(problems.a))
+
+
+def test_distinct_names_how_many_a_small_split_holds():
+  env = addition_env.Addition()  # 10..69 + 10..69: 1,830 exercises, ~1/8 in ood's bucket
+  with pytest.raises(RuntimeError, match=r"Only \d+ distinct exercises of split 'ood'"):
+    splits.distinct(env, jax.random.key(0), env.ood_params(), 2000, "ood", max_rounds=4)
 
 
 @pytest.mark.slow

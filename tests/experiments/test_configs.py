@@ -183,7 +183,7 @@ def test_the_main_job_runs_with_the_values_it_always_had():
   assert config.base.model.to_dict() == dict(width=128, num_layers=3, num_heads=4,
                                              num_kv_heads=1, mlp_ratio=4, activation="relu")
   assert config.base.pretrain.to_dict() == dict(
-      mixture=(1.0, 1.0, 1.5, 2.0, 1.5, 3.0, 3.0, 2.0), slip_rate=0.05, num_steps=1350,
+      mixture=(1.0, 1.0, 1.5, 2.0, 1.5, 3.0, 3.0, 2.0), slip_rate=0.05, num_steps=2700,
       preference_mixture=(50.0, 20.0, 12.0, 8.0, 5.0, 1.0, 1.0, 0.01), preference_steps=900,
       preference_learning_rate=3e-4, batch_size=256, learning_rate=3e-3, warmup_steps=50,
       end_lr_ratio=0.05, weight_decay=1.0, grad_clip=1.0, steps_per_chunk=50,
@@ -207,13 +207,14 @@ def test_the_main_job_runs_with_the_values_it_always_had():
 # SLIP_RATES and WEIGHT_DECAYS); the other fields are PretrainConfig's defaults.
 # Multiplication's weight decay (0.01 -> 1.0) and halve_double's preference weight
 # (2.0 -> 1.0) and polynomial roots' competence steps (1,000 -> 3,000) changed
-# with the exercise splits (docs/base-models.md).
+# with the exercise splits, multiplication's competence steps (1,350 -> 2,700) with
+# the class splits (docs/base-models.md).
 OTHER_PRETRAIN_FIELDS = dict(preference_learning_rate=3e-4, batch_size=256, learning_rate=3e-3,
                              warmup_steps=50, end_lr_ratio=0.05, grad_clip=1.0,
                              steps_per_chunk=50, microbatch_rows=0)
 PRETRAIN_THEN = {
     "multiplication": dict(
-        mixture=(1.0, 1.0, 1.5, 2.0, 1.5, 3.0, 3.0, 2.0), slip_rate=0.05, num_steps=1350,
+        mixture=(1.0, 1.0, 1.5, 2.0, 1.5, 3.0, 3.0, 2.0), slip_rate=0.05, num_steps=2700,
         preference_mixture=(50.0, 20.0, 12.0, 8.0, 5.0, 1.0, 1.0, 0.01), preference_steps=900,
         weight_decay=1.0, **OTHER_PRETRAIN_FIELDS),
     "polynomial_roots": dict(

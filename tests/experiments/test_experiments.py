@@ -144,18 +144,21 @@ def test_a_tuning_run_evaluates_validation_only(cache, tmp_path):
 
 @pytest.mark.slow
 def test_pretrain_reports_the_base_model(cache, tmp_path):
-  """The base-model entry point: every split's report, the targets, and forced
-  accuracy on training problems beside test's for every strategy."""
+  """The base-model entry point: every split's report, the targets (on
+  validation), and forced accuracy on training problems beside validation's for
+  every strategy."""
   checkpoint = tmp_path / "base"
   result = _run(["experiments.pretrain", "--config=configs/pretrain.py:size=smoke",
                  f"--config.checkpoint={checkpoint}"], cache)
   assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
   report = json.load(open(checkpoint / "report.json"))
-  assert set(report) == {"test", "ood", "train"}
+  assert set(report) == {"validation", "test", "ood", "train"}
   strategies = set(report["test"]["strategy_share"]) - {"DEGENERATE"}
   assert set(report["train"]["forced_accuracy"]) == strategies
-  for section in ("== multiplication / test ==", "== multiplication / ood ==",
-                  "== forced accuracy: training vs test problems", "== targets (test) =="):
+  for section in ("== multiplication / validation ==", "== multiplication / test ==",
+                  "== multiplication / ood ==",
+                  "== forced accuracy: training vs validation problems",
+                  "== targets (validation) =="):
     assert section in result.stdout
 
 

@@ -146,6 +146,10 @@ class Addition(env_lib.KitEnv):
     return jnp.stack([jnp.minimum(problems.a, problems.b),
                       jnp.maximum(problems.a, problems.b)], axis=1)
 
+  def symmetries(self, problems):  # what canonical_form closes: the swap
+    return {"swap": (AdditionProblems(problems.b, problems.a),
+                     jnp.ones(problems.a.shape, bool))}
+
   def prompt_tokens(self, problems):
     n = problems.a.shape[0]
     return jnp.concatenate([symbols.int_to_tokens(problems.a, 2), jnp.full((n, 1), PLUS),
