@@ -197,7 +197,8 @@ def distinct(env, key: jax.Array, params, size: int, split: str, max_rounds: int
   else:
     raise RuntimeError(
         f"Only {len(seen)} distinct exercises of split {split!r} in {max_rounds} batches of "
-        f"{size} draws from {type(env).__name__}; {size} asked for: the split is too small.")
+        f"{size} draws from {type(env).__name__}; {size} asked for: the split is too small "
+        "(widen the problem space, or name the ood exercises with env.beyond_training).")
   problems = jax.tree.map(lambda *xs: np.concatenate(xs), *batches)
   _, first = np.unique(form_rows(env, problems), axis=0, return_index=True)
   return jax.tree.map(lambda x: x[np.sort(first)[:size]], problems)

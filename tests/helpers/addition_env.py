@@ -146,6 +146,9 @@ class Addition(env_lib.KitEnv):
     return jnp.stack([jnp.minimum(problems.a, problems.b),
                       jnp.maximum(problems.a, problems.b)], axis=1)
 
+  def beyond_training(self, problems):  # the ood exercises: both operands above 69
+    return jnp.minimum(problems.a, problems.b) >= 70
+
   def symmetries(self, problems):  # what canonical_form closes: the swap
     return {"swap": (AdditionProblems(problems.b, problems.a),
                      jnp.ones(problems.a.shape, bool))}
