@@ -317,18 +317,18 @@ def check_symmetries(env, params, key, num_problems, num_draws=512):
   if not env.hold_out or not callable(getattr(env, "symmetries", None)):
     return
   problems = env.sample_problems(jax.random.fold_in(key, 5), params, num_draws)
-  rows = _rows(env.canonical_form(problems))
+  rows = splits.form_rows(env, problems)
   for name, (moved, applies) in env.symmetries(problems).items():
     applies = np.asarray(applies)
     assert applies.shape == (num_draws,), f"symmetry {name!r}: its mask must be bool[B]"
     assert applies.any(), f"symmetry {name!r} applies to none of {num_draws} problems"
     assert np.asarray(env.applicable(moved))[applies].any(1).all(), (
         f"symmetry {name!r} makes problems no strategy applies to")
-    other = np.any(_rows(env.canonical_form(moved)) != rows, axis=1) & applies
+    moved_rows = splits.form_rows(env, moved)
+    other = np.any(moved_rows != rows, axis=1) & applies
     assert not other.any(), (
         f"symmetry {name!r} moves {other.sum()} of {applies.sum()} problems to another "
-        f"exercise (forms {rows[other][:2].tolist()} -> "
-        f"{_rows(env.canonical_form(moved))[other][:2].tolist()})")
+        f"exercise (forms {rows[other][:2].tolist()} -> {moved_rows[other][:2].tolist()})")
 
 
 def check_held_out(env, params, key, num_problems, num_draws=4096):
