@@ -32,8 +32,9 @@ and reports every failure at once. What they hold an env to (see
   one row, its own (the same under `jit`, under `vmap` and in any batch), and
   every problem falls in exactly one split, that of its exercise.
 * `symmetries`: (envs with `hold_out` that define `symmetries`) each symmetry
-  occurs among the drawn problems, and maps every problem it applies to onto a
-  problem of the same exercise (`canonical_form`).
+  occurs among the drawn problems (under `params` and the default params), and
+  maps every problem it applies to onto a problem of the same exercise
+  (`canonical_form`).
 * `held_out`: (envs with `hold_out`) training draws (`polyepo.splits.sample`)
   never include an exercise of `validation`, `test` or `ood` in any surface
   form, `ood` shares no exercise with `test` and no problem with training;
@@ -312,11 +313,18 @@ def check_canonical_form(env, params, key, num_problems, num_draws=512):
 
 def check_symmetries(env, params, key, num_problems, num_draws=512):
   """Each symmetry (`env.symmetries`) keeps the exercise wherever it applies, and
-  applies to some problem among `num_draws` (else it is never checked)."""
+  applies to some problem among `num_draws` drawn under `params` and as many
+  under the default params (else it is never checked). The default draws are
+  there because a symmetry may leave a shifted space: under multiplication's ood
+  params both factors are at least 50, so no halve-and-double stays a 2-digit
+  pair."""
   del num_problems
   if not env.hold_out or not callable(getattr(env, "symmetries", None)):
     return
-  problems = env.sample_problems(jax.random.fold_in(key, 5), params, num_draws)
+  draws = [env.sample_problems(jax.random.fold_in(key, 5 + i), p, num_draws)
+           for i, p in enumerate((params, env.default_params()))]
+  problems = jax.tree.map(lambda *x: jnp.concatenate(x), *draws)
+  num_draws = 2 * num_draws
   rows = splits.form_rows(env, problems)
   for name, (moved, applies) in env.symmetries(problems).items():
     applies = np.asarray(applies)
