@@ -190,7 +190,7 @@ def test_the_main_job_runs_with_the_values_it_always_had():
       microbatch_rows=0)
   roots = pretrain_config.get_config("domain=polynomial_roots").pretrain
   assert (roots.slip_rate, roots.num_steps, roots.preference_steps,
-          roots.weight_decay) == (0.1, 3000, 150, 1.0)
+          roots.weight_decay) == (0.1, 6000, 150, 1.0)
   assert reward_shaping.get_config().algorithm.lam == 0.3
   assert grpo.get_config().algorithm.name == "grpo"
   assert (pass_at_k.get_config().algorithm.name,
@@ -207,8 +207,8 @@ def test_the_main_job_runs_with_the_values_it_always_had():
 # SLIP_RATES and WEIGHT_DECAYS); the other fields are PretrainConfig's defaults.
 # Multiplication's weight decay (0.01 -> 1.0) and halve_double's preference weight
 # (2.0 -> 1.0) and polynomial roots' competence steps (1,000 -> 3,000) changed
-# with the exercise splits, multiplication's competence steps (1,350 -> 2,700) with
-# the class splits (docs/base-models.md).
+# with the exercise splits, multiplication's competence steps (1,350 -> 2,700) and
+# polynomial roots' (3,000 -> 6,000) with the class splits (docs/base-models.md).
 OTHER_PRETRAIN_FIELDS = dict(preference_learning_rate=3e-4, batch_size=256, learning_rate=3e-3,
                              warmup_steps=50, end_lr_ratio=0.05, grad_clip=1.0,
                              steps_per_chunk=50, microbatch_rows=0)
@@ -218,7 +218,7 @@ PRETRAIN_THEN = {
         preference_mixture=(50.0, 20.0, 12.0, 8.0, 5.0, 1.0, 1.0, 0.01), preference_steps=900,
         weight_decay=1.0, **OTHER_PRETRAIN_FIELDS),
     "polynomial_roots": dict(
-        mixture=(1.0,) * 8, slip_rate=0.1, num_steps=3000,
+        mixture=(1.0,) * 8, slip_rate=0.1, num_steps=6000,
         preference_mixture=(45.0, 20.0, 4.0, 6.0, 8.0, 15.0, 3.0, 1.0), preference_steps=150,
         weight_decay=1.0, **OTHER_PRETRAIN_FIELDS),
 }
