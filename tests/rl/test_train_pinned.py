@@ -9,9 +9,10 @@ estimator branches of `make_train` produced them, before the registry existed, e
 "poly_ppo_multiplication", recorded later under `DigitParity`'s reward: under the exact
 reward the untrained model earned nothing, so every pinned number was 0 and no change to
 the estimator could move it, and re-recorded when multiplication's training problems
-became those held out by product (`polyepo.splits`: other prompts, other numbers). `PYTHONPATH=.:tests/helpers python tests/rl/test_train_pinned.py`
-rewrites every entry from the current code, and with run names (e.g.
-`poly_ppo_multiplication`) only those; do it only for a change meant to move the numbers.
+became those held out by product (`polyepo.splits`: other prompts, other numbers).
+`PYTHONPATH=.:tests/helpers python tests/rl/test_train_pinned.py` rewrites every entry
+from the current code, and with run names (e.g. `poly_ppo_multiplication`) only those;
+do it only for a change meant to move the numbers.
 The tolerance allows float rounding between CPUs, nothing more.
 """
 
