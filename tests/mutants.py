@@ -12,9 +12,9 @@ should notice it (default selection: a mutant whose killer is a slow test
 ends its tests with `*WITH_SLOW`). A mutant is *killed* when pytest
 fails and *survives* when it passes; survivors are listed at the end and make
 the exit status 1. The unmutated copy runs first and must pass, and must import
-the copy's packages, not the checkout's. On 2 cores the whole list (69 mutants)
-took about 17 minutes after the test suites had warmed the tests' XLA compilation
-cache (tests/conftest.py; the copies share it).
+the copy's packages, not the checkout's. The copies share the tests' XLA
+compilation cache (tests/conftest.py), so run it after the suites have warmed it
+(its time: docs/testing.md#how-long-ci-takes).
 """
 
 import argparse

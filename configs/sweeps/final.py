@@ -37,6 +37,18 @@ def final_overrides(seeds: int, steps: int, size: str):
   return overrides
 
 
+def chosen_runs(chosen, domain: str, shared, size: str, keys=None):
+  """Sweep entries training each choice of a domain's `chosen` (all, or those of
+  `keys`), in key order, with `shared` overrides; BASE_RUN also evaluates the base
+  model."""
+  config_string = f"domain={domain},size={size}"
+  return [(entry["config_file"], config_string,
+           headline.fit_smoke(entry["config_file"], config_string,
+                              dict(shared, **entry["overrides"],
+                                   **{"run.eval_at_start": key == BASE_RUN}), size))
+          for key, entry in sorted(chosen.items()) if keys is None or key in keys]
+
+
 def get_sweep(arg=None):
   args = choices.parse_arg(arg, domains="all", chosen="results/tuning/chosen.json",
                           provisional=False, seeds=5, steps=300, size="default")
@@ -44,10 +56,5 @@ def get_sweep(arg=None):
   runs = []
   for domain in headline.domains(args.domains):
     chosen = tuning.read_chosen(args.chosen, domain, provisional=args.provisional)
-    config_string = f"domain={domain},size={args.size}"
-    runs += [(entry["config_file"], config_string,
-              headline.fit_smoke(entry["config_file"], config_string,
-                                 dict(shared, **entry["overrides"],
-                                      **{"run.eval_at_start": key == BASE_RUN}), args.size))
-             for key, entry in sorted(chosen.items())]
+    runs += chosen_runs(chosen, domain, shared, args.size)
   return runs

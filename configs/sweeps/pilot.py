@@ -25,7 +25,7 @@ from configs.sweeps import final, headline, tuning
 
 FIRST_SEED = 200
 KEYS = ("grpo", "poly_epo")  # chosen.json keys of the rows trained
-EVAL_EXERCISES = 256
+EVAL_EXERCISES = 256  # envs.datasets.SPLIT_SIZE, every exercise of a split (importing it loads TFDS)
 
 
 def get_sweep(arg=None):
@@ -35,15 +35,6 @@ def get_sweep(arg=None):
                 **{"run.seed": FIRST_SEED})
   if args.size != "smoke":
     shared["run.eval_num_problems"] = EVAL_EXERCISES
-  runs = []
-  for domain in headline.domains(args.domains):
-    chosen = tuning.read_chosen(args.chosen, domain)
-    config_string = f"domain={domain},size={args.size}"
-    for key in KEYS:
-      entry = chosen[key]
-      overrides = dict(shared, **entry["overrides"],
-                       **{"run.eval_at_start": key == final.BASE_RUN})
-      runs.append((entry["config_file"], config_string,
-                   headline.fit_smoke(entry["config_file"], config_string, overrides,
-                                      args.size)))
-  return runs
+  return [run for domain in headline.domains(args.domains)
+          for run in final.chosen_runs(tuning.read_chosen(args.chosen, domain), domain,
+                                       shared, args.size, keys=KEYS)]

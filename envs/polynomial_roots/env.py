@@ -193,9 +193,8 @@ class PolynomialRoots(env_lib.KitEnv):
   # decay 1.0 and 3,000 competence steps met the competence target on the
   # exercise splits, 1,000 and 2,000 did not (forced accuracy by weight decay
   # and by length: docs/base-models.md). Held out by class (roots in [-12, 12],
-  # 746 training classes) 3,000 steps miss it (2 strategies competent on
-  # `validation`) and 6,000 come nearer (3 strategies from 2 families, pass@1
-  # 0.195 -> 0.246): more demonstrations still help, but not enough.
+  # 746 training classes) 3,000 steps miss it; 6,000 come nearer, still short
+  # (docs/base-models.md): more demonstrations help, slowly.
   pretrain_defaults = dict(
       mixture=(1.0,) * 8,
       preference_mixture=(45.0, 20.0, 4.0, 6.0, 8.0, 15.0, 3.0, 1.0),
