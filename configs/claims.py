@@ -73,6 +73,22 @@ seeds drawn per run, and judged as "F > 0" with its δ.
     change of recipe; "within 3 points" uses no δ;
   a strategy's share: 0.002, a fifth of the 1% below which a strategy is rare.
 
+**The size** (`RULE`'s sized fields), registered on 2026-12-07 from the pilot
+(configs/sweeps/pilot.py: GRPO and Poly-EPO, 5 seeds, 300 steps, every exercise of
+each split; its records and `python -m experiments.power` on them in results/pilot),
+before any tuning or comparison run on the class splits: 40 seeds per primary row,
+5 per other row and per λ, 256 exercises per split × 64 samples, 300 steps. At 40
+seeds and 256 exercises the pilot's components make 9 of the 12 primary claims they
+size decidable with probability ≥ 0.8 (the bootstrap's interval); three are
+expected to stay undecided, named here before the runs: on multiplication,
+`poly_epo_beats_grpo_ood_pass@32` (P = 0.58; 66 seeds needed, over the budget);
+on polynomial roots, `poly_epo_beats_grpo_ood_pass@32` (P = 0.60; 365 exercises at
+40 seeds, more than a split's 256) and `poly_epo_pass@1` (P = 0.20; its d̂ of −4.9
+points lies near the margin of 3). `no_lambda` and `released_more_than_dr_grpo`
+had no pilot rows and are not sized. The comparison's estimated cost at this
+size, tuning included, is about 23.5 hours of the 2-core machine against the
+30-hour budget (docs/experiments.md#the-registered-size).
+
 **Tuning** (`TUNING`), fixed before the tuning runs: every algorithm gets the same
 learning-rate grid and seeds, the rest of its config fixed at its defaults; the
 choice is the setting with the best final `validation` pass@1 (mean over seeds),
@@ -177,9 +193,13 @@ RULE = dict(
     secondary="bonferroni",    # one family per domain, every interval at 1 - alpha / T
     replicates=20_000,         # bootstrap replicates of each interval (tails of ~20 at T = 50)
     min_seeds=2,               # fewer on either side: not judged
-    steps=300,                 # every row of the final comparison, the same
-    seeds=5,                   # fresh seeds per row (configs/sweeps/final.py)
-    eval_problems=128,         # per split, x 64 samples
+    # The comparison's size (configs/sweeps/final.py), registered from the pilot
+    # (the module docstring, "The size"):
+    sized="2026-12-07",        # before any tuning or comparison run on the class splits
+    steps=300,                 # every row of the comparison, the same
+    seeds_primary=40,          # fresh seeds per primary row (primary_rows())
+    seeds=5,                   # fresh seeds per other row, and per λ of reward shaping
+    eval_problems=256,         # exercises per split (every exercise of a split), x 64 samples
     eval_samples=64,
     rare_share=0.01,           # "rare": under 1% of the base model's test samples
     lambdas=(0.1, 0.3, 1.0, 3.0),   # the reward-shaping λ values tried
@@ -194,7 +214,10 @@ TUNING = dict(
     shown=("pass@1", "distinct_correct"),
     seeds=3,
     steps=300,
-    learning_rates=(1e-5, 3e-5, 1e-4, 3e-4),
+    # Re-registered 2026-12-07 for the class splits: the three rates about the
+    # previous tuning's choices (3e-5 for all but two, which sit at this grid's
+    # edges and extend); 3e-4 collapsed every algorithm in both domains then.
+    learning_rates=(1e-5, 3e-5, 1e-4),
     extend_factor=3.0,         # an edge choice adds lr / 3 or lr x 3, until inside
     fixed="every other field at its config file's default (reward shaping at λ = its "
            "config's; the λ claim sweeps RULE['lambdas'] at the chosen learning rate)",
@@ -326,6 +349,13 @@ CRITIC_CLAIMS = (
 CLAIMS = PRIMARY_CLAIMS + SEEDS_CLAIMS + PROJECT_CLAIMS + CRITIC_CLAIMS
 """Every claim, in the report's order (the primary family first); each domain is
 judged on all of them."""
+
+
+def primary_rows(claims: Tuple[Claim, ...] = CLAIMS) -> Tuple[str, ...]:
+  """The rows a primary claim compares with another (kind "compare"), Base among
+  them: those the comparison gives `RULE["seeds_primary"]` seeds. Reward shaping,
+  whose frontier claim joins one run per λ, trains `RULE["seeds"]` at each λ."""
+  return rows(tuple(c for c in claims if c.primary and c.kind == "compare"))
 
 
 def rows(claims: Tuple[Claim, ...] = CLAIMS) -> Tuple[str, ...]:

@@ -2,7 +2,7 @@ r"""How many seeds and exercises the preregistered claims need: variance compone
 
   python -m experiments.power results/final/final-* results/final/shaping_lambda-*
   python -m experiments.power SWEEP_DIR ... --claims=all --exercises=128,256,512 \
-      --seeds=5,10,30 --max_seeds=30 --max_exercises=512 --out=DIR
+      --seeds=5,10,30 --max_seeds=30 --max_exercises=512 --out=DIR [--archive]
 
 Reads the sweep directories as `experiments.report` does (`records.load_runs`,
 `records.select_rows`: the same rows) and, per domain, splits the variance of each
@@ -16,7 +16,9 @@ E at each S of --seeds. The last line printed is
 
 with S = --max_seeds, E = --max_exercises and K the primary claims (over all
 domains) whose chance of a decision there is at least POWER. --out=DIR writes
-every number to DIR/power.json.
+every number to DIR/power.json and the printed text to DIR/power.txt; --archive
+copies the records beside them (DIR/<sweep name>/), so that DIR alone regenerates
+both (results/pilot is the pilot's).
 
 **The model.** A row's per-problem values x[s, p] (`records.per_problem`: S seeds x
 P problems, the same problems in every row of a domain) follow the two-way
@@ -145,6 +147,7 @@ from absl import app, flags
 from configs import claims as registry
 from experiments import cli
 from experiments.analysis import records, stats
+from experiments.analysis.archive import archive_sweeps, cost_lines, sweep_info
 from polyepo.evaluation import splits
 
 POWER = 0.8                 # a claim is decidable when P(holds or refuted) >= POWER
@@ -160,8 +163,12 @@ TERM_NAMES = ("e", "u_a", "u_b", "ε_a", "ε_b")
 # experiments.report and experiments.tuning define --out too; allow_override lets one
 # process (the tests) import all three. A FlagHolder reads its flag by name.
 _OUT = flags.DEFINE_string("out", None, "Output directory: writes OUT/power.json (every "
-                           "number printed, and more). Nothing written without it.",
-                           allow_override=True)
+                           "number printed, and more) and OUT/power.txt (what is printed). "
+                           "Nothing written without it.", allow_override=True)
+_ARCHIVE = flags.DEFINE_bool("archive", False, "Also copy the run records (config.json, "
+                             "train.jsonl and eval.jsonl gzipped, sweep.jsonl) to "
+                             "OUT/<sweep name>/, so that OUT alone regenerates power.json.",
+                             allow_override=True)
 _EXERCISES = flags.DEFINE_list("exercises", ["128", "256", "512"],
                                "Exercises E at which the smallest seeds per row are found "
                                "(each at most --max_exercises).")
@@ -572,7 +579,8 @@ def analyse(runs: Sequence[records.RunRecord], claims: Sequence[registry.Claim] 
           "max_exercises": max_exercises, "width": width}
   out = {"mode": mode, "alpha": alpha, "num_domains": num_domains,
          "num_primary": num_primary, "level": level,
-         "z": z_value(level) if level else None, "power": POWER, **plan, "domains": {}}
+         "z": z_value(level) if level else None, "power": POWER, **plan,
+         "counted": counts is not None, "domains": {}}
   decidable = 0
   for domain in domains:
     rows = records.select_rows(list(runs), domain)
@@ -759,6 +767,10 @@ def render(result: Dict[str, Any]) -> List[str]:
   else:
     lines += ["No primary claims (Claim.primary): nothing sized (--claims=all sizes every "
               "comparison)."]
+  if result.get("sweeps"):
+    lines += ["", "The records (each sweep's command, machine and wall time):", "",
+              *result["sweeps"], "", "What each run cost (wall-clock minutes, from its records):",
+              "", *result["costs"]]
   for domain, entry in result["domains"].items():
     title = records.DOMAIN_TITLES.get(domain, domain)
     shapes = {label: ", ".join(f"{split} {s}x{p}" for split, (s, p) in v.items())
@@ -835,7 +847,9 @@ def main(argv):
   if not sweep_dirs:
     raise app.UsageError("Usage: python -m experiments.power SWEEP_DIR [SWEEP_DIR ...] "
                          "[--claims=all] [--exercises=128,256,512] [--seeds=5,10,30] "
-                         "[--max_seeds=30] [--max_exercises=512] [--out=DIR]")
+                         "[--max_seeds=30] [--max_exercises=512] [--out=DIR [--archive]]")
+  if _ARCHIVE.value and not _OUT.value:
+    raise app.UsageError("--archive copies the records into --out; give --out=DIR.")
   runs = records.load_runs(sweep_dirs)
   records.require_per_problem(runs)
   result = analyse(runs, mode=_CLAIMS.value,
@@ -843,12 +857,17 @@ def main(argv):
                    seeds=_integers("seeds", _SEEDS.value), max_seeds=_MAX_SEEDS.value,
                    max_exercises=_MAX_EXERCISES.value, width=_WIDTH.value,
                    counts=exercise_counts if _COUNT_EXERCISES.value else None)
+  result["sweeps"], result["costs"] = sweep_info(sweep_dirs), cost_lines(runs)
   text = to_json(result)   # fails before anything is written
+  printed = "\n".join(render(result))
   if _OUT.value:
     os.makedirs(_OUT.value, exist_ok=True)
-    with open(os.path.join(_OUT.value, "power.json"), "w") as f:
-      f.write(text)
-  print("\n".join(render(result)))
+    for name, content in (("power.json", text), ("power.txt", printed + "\n")):
+      with open(os.path.join(_OUT.value, name), "w") as f:
+        f.write(content)
+    if _ARCHIVE.value:
+      archive_sweeps(sweep_dirs, _OUT.value)
+  print(printed)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@ r"""Pretrain (or reuse) the base model and report what it knows.
 
 The base model is the shipped one of this config if there is one
 (experiments.build.shipped_base_model; --config.shipped=false pretrains), else
-cached under a key derived from the config (see polyepo.pretrain.base_model);
-the report (pass@k, strategy shares and accuracy, forced-strategy accuracy,
+cached under a key derived from the config (see polyepo.pretrain.base_model;
+a pretraining that is stopped resumes when the same command is run again); the
+report (pass@k, strategy shares and accuracy, forced-strategy accuracy,
 distinct strategies on the TFDS `validation`, `test` and `ood` splits; forced
 accuracy on training problems beside validation's, to tell learning from
 memorising) is printed

@@ -78,6 +78,12 @@ MUTANTS = (
            "jnp.maximum(jnp.sum(part[2]), 1), env.eos_id)",
            ("tests/pretraining/test_pretrain.py::test_micro_batches_give_the_batch_step",),
            "a pretraining micro-batch's mean ignores the batch's token counts"),
+    Mutant("pretrain_resume_starts_over", "polyepo/pretraining/pretrain.py",
+           "      done = int(state.step) // config.steps_per_chunk",
+           "      done = 0",
+           ("tests/pretraining/test_pretrain.py::"
+            "test_base_model_resumes_its_pretraining_and_keeps_no_progress",),
+           "a resumed pretraining runs every chunk of its stage again from the saved state"),
     Mutant("pretrain_cut_drops_the_last_trained_token", "polyepo/pretraining/corpus.py",
            "jnp.searchsorted(jnp.asarray(lengths), jnp.max(trained_ends(mask)))",
            "jnp.searchsorted(jnp.asarray(lengths), jnp.max(trained_ends(mask)) - 1)",

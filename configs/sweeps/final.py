@@ -1,4 +1,4 @@
-r"""The final comparison: every algorithm at the setting tuning chose, ≥ 5 seeds, on held-out splits.
+r"""The final comparison: every algorithm at the setting tuning chose, at the registered size.
 
   python -m experiments.sweep --sweep=configs/sweeps/final.py:domains=multiplication \
       --sweep_dir=runs/sweeps/final-multiplication
@@ -6,55 +6,70 @@ r"""The final comparison: every algorithm at the setting tuning chose, ≥ 5 see
 
 Each algorithm of `chosen` (the chosen.json that `python -m experiments.tuning`
 wrote from the tuning sweeps, configs/sweeps/tuning.py: the rows the claims
-compare and those beside them, `tuning.BESIDE`, once tuned) trains `steps` steps with
-`seeds` fresh seeds (seeds 100.. : none of the tuning runs' seeds) from the
-domain's base model, and is evaluated on `validation`, `test` and `ood` (128
-problems × 64 samples, with forced-strategy accuracy) at the end; the rollouts'
-metrics at every step (train.jsonl) show whether training has flattened. The
-base model is evaluated once, at step 0 of the GRPO run (the Base row; every
-run would record the same numbers, `run.eval_at_start`).
+compare and those beside them, `tuning.BESIDE`, once tuned) trains `steps` steps
+from the domain's base model with fresh seeds (seeds 100.. : none of the tuning
+runs' seeds): `seeds_primary` seeds for a row a primary claim compares
+(`claims.primary_rows`), `seeds` for every other; and is evaluated on
+`validation`, `test` and `ood` (`exercises` exercises × 64 samples, with
+forced-strategy accuracy) at the end; the rollouts' metrics at every step
+(train.jsonl) show whether training has flattened. The base model is evaluated
+once, at step 0 of the GRPO run (the Base row; every run would record the same
+numbers, `run.eval_at_start`). The defaults are the size registered from the
+pilot (`claims.RULE`; configs/sweeps/pilot.py, docs/experiments.md#the-registered-size).
 
 Config string: domains=all|multiplication|polynomial_roots,
 chosen=results/tuning/chosen.json, provisional=false (true: train the choices of a
-chosen.json written while tuning runs were unfinished), seeds=5, steps=300,
-size=default (smoke: the whole flow in minutes; a chosen set size keeps its n,
-headline.fit_smoke).
+chosen.json written while tuning runs were unfinished), seeds_primary, seeds,
+steps and exercises (the registered ones), size=default (smoke: the whole flow in
+minutes; a chosen set size keeps its n, headline.fit_smoke).
 """
 
-from configs import choices
+from configs import choices, claims
 from configs.sweeps import headline, tuning
+
+RULE = claims.RULE
 
 FIRST_SEED = 100   # tuning runs use seeds 0, 1, 2 (run.seed = 0, TUNING's 3 seeds)
 BASE_RUN = "grpo"  # the run that also evaluates the base model (step 0)
 
 
-def final_overrides(seeds: int, steps: int, size: str):
-  """Run settings of every final run."""
+def final_overrides(seeds: int, steps: int, size: str, exercises: int = RULE["eval_problems"]):
+  """Run settings of every final run (`seeds` each; chosen_runs' `primary_seeds`
+  gives a primary row its own)."""
   overrides = dict(headline.shared_overrides(seeds, size), **{"run.seed": FIRST_SEED})
   if size != "smoke":
-    overrides.update({"run.eval_num_problems": 128, "train.num_steps": steps,
+    overrides.update({"run.eval_num_problems": exercises, "train.num_steps": steps,
                       "run.eval_every": 0, "run.checkpoint_every": 100})
   return overrides
 
 
-def chosen_runs(chosen, domain: str, shared, size: str, keys=None):
+def chosen_runs(chosen, domain: str, shared, size: str, keys=None, primary_seeds=None):
   """Sweep entries training each choice of a domain's `chosen` (all, or those of
-  `keys`), in key order, with `shared` overrides; BASE_RUN also evaluates the base
+  `keys`), in key order, with `shared` overrides, and `primary_seeds` seeds (if
+  given) for a row a primary claim compares; BASE_RUN also evaluates the base
   model."""
   config_string = f"domain={domain},size={size}"
-  return [(entry["config_file"], config_string,
-           headline.fit_smoke(entry["config_file"], config_string,
-                              dict(shared, **entry["overrides"],
-                                   **{"run.eval_at_start": key == BASE_RUN}), size))
-          for key, entry in sorted(chosen.items()) if keys is None or key in keys]
+  primary = {a.key for a in tuning.ALGORITHMS if a.label in claims.primary_rows()}
+  runs = []
+  for key, entry in sorted(chosen.items()):
+    if keys is not None and key not in keys:
+      continue
+    overrides = dict(shared, **entry["overrides"], **{"run.eval_at_start": key == BASE_RUN})
+    if primary_seeds is not None and key in primary:
+      overrides["run.num_seeds"] = primary_seeds
+    runs.append((entry["config_file"], config_string,
+                 headline.fit_smoke(entry["config_file"], config_string, overrides, size)))
+  return runs
 
 
 def get_sweep(arg=None):
   args = choices.parse_arg(arg, domains="all", chosen="results/tuning/chosen.json",
-                          provisional=False, seeds=5, steps=300, size="default")
-  shared = final_overrides(args.seeds, args.steps, args.size)
+                          provisional=False, seeds_primary=RULE["seeds_primary"],
+                          seeds=RULE["seeds"], steps=RULE["steps"],
+                          exercises=RULE["eval_problems"], size="default")
+  shared = final_overrides(args.seeds, args.steps, args.size, args.exercises)
   runs = []
   for domain in headline.domains(args.domains):
     chosen = tuning.read_chosen(args.chosen, domain, provisional=args.provisional)
-    runs += chosen_runs(chosen, domain, shared, args.size)
+    runs += chosen_runs(chosen, domain, shared, args.size, primary_seeds=args.seeds_primary)
   return runs

@@ -1,8 +1,9 @@
 r"""The pilot: GRPO and Poly-EPO with a few seeds on the class splits, to size the comparison.
 
   python -m experiments.sweep --sweep=configs/sweeps/pilot.py:domains=multiplication \
-      --sweep_dir=runs/sweeps/pilot-multiplication
-  python -m experiments.power runs/sweeps/pilot-multiplication runs/sweeps/pilot-polynomial_roots
+      --sweep_dir=runs/sweeps/pilot-multiplication --parallel=2
+  python -m experiments.power runs/sweeps/pilot-multiplication runs/sweeps/pilot-polynomial_roots \
+      --width=bootstrap --out=results/pilot --archive
 
 The comparison is sized from the variance of its differences (exercise, seed,
 residual: `experiments.power`), which only runs on the splits it will use can
@@ -13,7 +14,9 @@ with `seeds` seeds from FIRST_SEED (apart from tuning's 0.. and the comparison's
 comparison's `steps`, and evaluates `validation`, `test` and `ood` on
 EVAL_EXERCISES exercises each (every exercise of a TFDS split, `envs.datasets`)
 × 64 samples at the end; the GRPO run also evaluates the base model (step 0), so
-the claims against the base model are sized too.
+the claims against the base model are sized too. Its runs and their power
+analysis are in results/pilot; the size it registered is in configs/claims.py
+(`RULE`, "The size").
 
 Config string: domains=all|multiplication|polynomial_roots,
 chosen=results/tuning/chosen.json, seeds=5, steps=300, size=default (smoke: the

@@ -18,7 +18,7 @@ at the config's defaults and the headline's settings.
 
 Config string: domains=all|multiplication|polynomial_roots,
 chosen=results/tuning/chosen.json, provisional=false (as configs/sweeps/final.py),
-seeds=5, steps=300, size=default.
+seeds, steps and exercises (the registered ones, claims.RULE), size=default.
 """
 
 from configs import choices, claims
@@ -29,11 +29,13 @@ LAMBDAS = claims.RULE["lambdas"]
 
 def get_sweep(arg=None):
   args = choices.parse_arg(arg, domains="all", chosen="results/tuning/chosen.json",
-                          provisional=False, seeds=5, steps=300, size="default")
+                          provisional=False, seeds=claims.RULE["seeds"],
+                          steps=claims.RULE["steps"], exercises=claims.RULE["eval_problems"],
+                          size="default")
   if not args.chosen:
     return headline.one_knob_sweep(f"domains={args.domains},size={args.size},seeds=3",
                                    "configs/reward_shaping.py", "algorithm.lam", LAMBDAS)
-  shared = final.final_overrides(args.seeds, args.steps, args.size)
+  shared = final.final_overrides(args.seeds, args.steps, args.size, args.exercises)
   runs = []
   for domain in headline.domains(args.domains):
     entry = tuning.read_chosen(args.chosen, domain,

@@ -1,6 +1,7 @@
 """A sweep directory's own records: what ran, what is missing, and a copy of them.
 
   archive.sweep_info(sweep_dirs)       # report.md's "Sweeps" lines, from each sweep.jsonl
+  archive.cost_lines(runs)             # each run's training and evaluation time, a seed's
   archive.unfinished(runs, sweep_dirs)  # the planned runs without a complete record
   archive.archive_sweeps(sweep_dirs, "results")   # results/<sweep name>/: the run records
 
@@ -17,7 +18,7 @@ import os
 import shutil
 from typing import Any, Dict, List, Sequence
 
-from experiments.analysis.records import RunRecord, is_complete, read_jsonl_or_empty
+from experiments.analysis.records import RunRecord, is_complete, num_seeds, read_jsonl_or_empty
 from polyepo.io import writers
 
 RECORDS = ("config.json", "train.jsonl.gz", "eval.jsonl.gz")  # of each run in an archive
@@ -111,6 +112,44 @@ def sweep_info(sweep_dirs: Sequence[str]) -> List[str]:
                        if any(i["unrecorded"] for i in invocations) else "") + ")"
                     if killed else "")
                  + "; " + _run_times(events))
+  return lines
+
+
+def run_cost(run: RunRecord) -> Dict[str, Any]:
+  """What a run's records say it cost, in seconds of wall time: {"seeds", "steps",
+  "training" (the sum of train.jsonl's seconds_per_step), "evaluations": [{"step",
+  "sampling", "forced"}] (each eval.jsonl record's splits summed; absent from
+  records written before evaluations were timed)}."""
+  evaluations = []
+  for record in run.evals:
+    timed = [record[split]["seconds"] for split in record
+             if isinstance(record[split], dict) and "seconds" in record[split]]
+    if timed:
+      evaluations.append({"step": record["step"],
+                          **{part: sum(t[part] for t in timed) for part in ("sampling", "forced")}})
+  last = run.evals[-1]
+  seeds = next(num_seeds(last, split) for split in last if isinstance(last[split], dict))
+  return {"seeds": seeds, "steps": len(run.train),
+          "training": sum(r.get("seconds_per_step", 0.0) for r in run.train),
+          "evaluations": evaluations}
+
+
+def cost_lines(runs: Sequence[RunRecord]) -> List[str]:
+  """Markdown lines: each run's cost (`run_cost`) in minutes, and per seed: the
+  cost of one seed-run (training; each evaluation's sampling and forced accuracy)."""
+  lines = []
+  for run in runs:
+    cost = run_cost(run)
+    seeds = cost["seeds"]
+    parts = [f"training {cost['training'] / 60:.1f} min ({cost['steps']} steps, "
+             f"{cost['training'] / 60 / seeds:.2f} a seed)"]
+    parts += [f"evaluation at step {e['step']}: sampling {e['sampling'] / 60:.1f} min, forced "
+              f"accuracy {e['forced'] / 60:.1f} min "
+              f"({(e['sampling'] + e['forced']) / 60 / seeds:.2f} a seed)"
+              for e in cost["evaluations"]]
+    if not cost["evaluations"]:
+      parts.append("its evaluations are not timed in its records")
+    lines.append(f"- `{run.name}` ({seeds} seeds): " + "; ".join(parts))
   return lines
 
 

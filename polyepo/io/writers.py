@@ -61,6 +61,18 @@ class MetricWriter:
       self._tb.close()
 
 
+TIMINGS = ("seconds_per_step", "seconds")
+"""Wall-clock fields of the records: train.jsonl's seconds_per_step (per step,
+from its chunk) and each eval.jsonl split's seconds (sampling, forced accuracy)."""
+
+
+def without_timings(record: Dict[str, Any]) -> Dict[str, Any]:
+  """A train.jsonl or eval.jsonl record without its `TIMINGS`: what two runs of
+  one config on one machine record alike."""
+  return {k: without_timings(v) if isinstance(v, Mapping) else v
+          for k, v in record.items() if k not in TIMINGS}
+
+
 def write_json_atomically(path: str, value: Any, sort_keys: bool = False) -> None:
   """Writes `value` as JSON to `path` through a temporary file and a rename, so
   that a crash leaves either the old file or the new one, never a torn one."""

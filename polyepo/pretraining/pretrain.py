@@ -24,19 +24,23 @@ preference stage does not retrain it.
 
 The corpus is generated on the fly inside the jitted step from training
 problems only, and a step reads each micro-batch's responses only as far as its
-last trained token (`polyepo.corpus`).
+last trained token (`polyepo.corpus`). An interrupted pretraining resumes from
+its last saved state (`pretrain`'s progress_dir, `base_model`).
 
   state = init(key); state, metrics = run_chunk(state)   # one compiled chunk of steps
 """
 
+import contextlib
 import dataclasses
 import json
 import os
+import shutil
 from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
 import jax
 import jax.numpy as jnp
 import optax
+import orbax.checkpoint as ocp
 
 from polyepo import accumulation, checks
 from polyepo.evaluation import splits
@@ -262,18 +266,32 @@ def make_pretrain(config: PretrainConfig, model_config: model_lib.TransformerCon
   return init, run_chunk
 
 
+SAVE_EVERY_CHUNKS = 4
+"""With a `progress_dir`, the stage's state is saved every this many chunks (200
+steps at the default 50 a chunk: a few minutes of 2-core time lost at most)."""
+
+
 def pretrain(config: PretrainConfig, model_config: model_lib.TransformerConfig, env,
              env_params, key: jax.Array, progress: bool = True,
              log: Optional[Callable[[str, int, Dict[str, float]], None]] = None,
-             competence_params=None):
+             competence_params=None, progress_dir: str = "",
+             save_every_chunks: int = SAVE_EVERY_CHUNKS):
   """Runs the stages on the host loop with a progress bar each; returns the params.
 
   Each stage's steps are rounded up to whole chunks. `log(stage, step, metrics)`
   is called after every chunk with its last step's metrics. With
   `competence_params` (the competence stage's result), only the later stages run.
+
+  With `progress_dir`, each stage's whole state (params, optimiser state, step,
+  key) is saved under `progress_dir/<stage>` every `save_every_chunks` chunks and
+  at the stage's end, and a later call with the same arguments resumes from the
+  last one saved: the batches are drawn from (key, step), so a resumed stage
+  gives the params an uninterrupted one gives. The caller removes the
+  directory once the result is kept (`base_model` does).
   """
   from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top
 
+  checks.at_least("save_every_chunks", save_every_chunks, 1)
   params = competence_params
   for i, (name, spec) in enumerate(stages(config).items()):
     if name == "competence" and params is not None:
@@ -281,13 +299,29 @@ def pretrain(config: PretrainConfig, model_config: model_lib.TransformerConfig, 
     init, run_chunk = make_pretrain(config, model_config, env, env_params, name)
     state = init(jax.random.fold_in(key, i), params)
     chunks = -(-spec.num_steps // config.steps_per_chunk)
-    with tqdm(total=chunks * config.steps_per_chunk, desc=f"pretrain: {name}",
-              disable=not progress, unit="step") as bar:
-      for _ in range(chunks):
+    with contextlib.ExitStack() as stack:
+      manager = None
+      if progress_dir:
+        manager = stack.enter_context(ocp.CheckpointManager(
+            os.path.join(os.path.abspath(progress_dir), name),
+            options=ocp.CheckpointManagerOptions(max_to_keep=1, create=True)))
+        if manager.latest_step() is not None:
+          abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, state)
+          state = PretrainState(*manager.restore(manager.latest_step(),
+                                                 args=ocp.args.StandardRestore(abstract)))
+      done = int(state.step) // config.steps_per_chunk
+      bar = stack.enter_context(tqdm(total=chunks * config.steps_per_chunk,
+                                     initial=done * config.steps_per_chunk,
+                                     desc=f"pretrain: {name}", disable=not progress,
+                                     unit="step"))
+      for chunk in range(done, chunks):
         state, metrics = run_chunk(state)
         last = {k: float(v[-1]) for k, v in metrics.items()}
         bar.update(config.steps_per_chunk)
         bar.set_postfix(loss=f"{last['loss']:.3f}", p_token=f"{last['token_prob']:.3f}")
+        if manager is not None and ((chunk + 1) % save_every_chunks == 0
+                                    or chunk + 1 == chunks):
+          manager.save(int(state.step), args=ocp.args.StandardSave(state))
         if log is not None:
           log(name, int(state.step), last)
     params = state.params
@@ -348,6 +382,11 @@ def check_checkpoint(directory: str, model_config: model_lib.TransformerConfig) 
                      + " (see its config.json).")
 
 
+PROGRESS = "progress"
+"""The subdirectory of a base model's directory holding an unfinished
+pretraining's saved states (`pretrain`'s progress_dir)."""
+
+
 def base_model(env, env_params, *, description: Dict[str, Any],
                model_config: model_lib.TransformerConfig, config: PretrainConfig,
                seed: int, checkpoint_dir: str = "", cache_dir: str = "",
@@ -367,6 +406,7 @@ def base_model(env, env_params, *, description: Dict[str, Any],
   A config with a preference stage starts from the base model of the same
   config without one (`without_preference`, itself restored or trained and
   cached), so that changing the preference stage does not retrain competence.
+  An interrupted pretraining resumes where it was saved last (`PROGRESS`).
 
   Returns:
     (params, directory, trained): trained is False when restored.
@@ -388,9 +428,14 @@ def base_model(env, env_params, *, description: Dict[str, Any],
     competence, _, _ = base_model(env, env_params, description=description,
                                   model_config=model_config, config=without_preference(config),
                                   seed=seed, cache_dir=cache_dir, progress=progress)
+  # An interrupted pretraining resumes from its last saved state (`pretrain`),
+  # kept beside the params it is training towards until they are saved.
+  progress_dir = os.path.join(directory, PROGRESS)
   params = pretrain(config, model_config, env, env_params, jax.random.key(seed),
-                    progress=progress, competence_params=competence)
+                    progress=progress, competence_params=competence,
+                    progress_dir=progress_dir)
   checkpoint.save_params(directory, params)
   with open(os.path.join(directory, "config.json"), "w") as f:
     json.dump(key_fields, f, indent=2, default=str)
+  shutil.rmtree(progress_dir, ignore_errors=True)
   return params, directory, True

@@ -53,7 +53,8 @@ def _mean_summary(summaries):
 
 def evaluate_seeds(params, model_config, env, eval_problems, settings: plan.RunSettings,
                    step: int, base_params=None) -> Dict[str, Any]:
-  """{split: {"mean": summary averaged over seeds, "seeds": [summary per seed]}}.
+  """{split: {"mean": summary averaged over seeds, "seeds": [summary per seed],
+  "seconds": {"sampling": ..., "forced": ...}}}: the wall-clock time of each part.
 
   Seeds are sampled settings.eval_seed_batch_size at a time (by platform for
   0), problems settings.eval_problems_per_chunk per call: the same samples
@@ -73,7 +74,7 @@ def evaluate_seeds(params, model_config, env, eval_problems, settings: plan.RunS
     seed_keys = [jax.random.fold_in(jax.random.PRNGKey(settings.seed + 7919 * (i + 1)), s)
                  for s in range(num_seeds)]
     step_keys = [jax.random.fold_in(key, step) for key in seed_keys]
-    samples = []
+    samples, tic = [], time.perf_counter()
     for first in range(0, num_seeds, seeds_per_call):
       stop = min(first + seeds_per_call, num_seeds)
       if stop - first == 1:  # unbatched: a vmapped decode loop selects its state every step
@@ -83,17 +84,20 @@ def evaluate_seeds(params, model_config, env, eval_problems, settings: plan.RunS
         samples += evaluate.sample_seeds(
             jax.tree.map(lambda x, a=first, b=stop: x[a:b], params), model_config, env,
             problems, jnp.stack(step_keys[first:stop]), **options)
-    per_seed = []
-    for s, key in enumerate(seed_keys):
-      summary = evaluate.summarize(samples[s], env.strategy_names, env.strategy_families)
-      if settings.eval_forced_problems:
+    per_seed = [evaluate.summarize(samples[s], env.strategy_names, env.strategy_families)
+                for s in range(num_seeds)]   # on the host: the sampling has finished
+    seconds = {"sampling": time.perf_counter() - tic}
+    tic = time.perf_counter()
+    if settings.eval_forced_problems:
+      for s, (summary, key) in enumerate(zip(per_seed, seed_keys)):
         summary["forced_accuracy"] = forced.forced_accuracy(
             _seed_params(params, s), model_config, env, problems,
             jax.random.fold_in(jax.random.fold_in(key, step), 1),
             num_problems=settings.eval_forced_problems,
             num_samples=settings.eval_forced_samples, temperature=settings.eval_temperature)
-      per_seed.append(summary)
-    out[split] = {"mean": _mean_summary(per_seed), "seeds": per_seed}
+    seconds["forced"] = time.perf_counter() - tic
+    out[split] = {"mean": _mean_summary(per_seed), "seeds": per_seed,
+                  "seconds": {k: round(v, 3) for k, v in seconds.items()}}
   return out
 
 

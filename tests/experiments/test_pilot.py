@@ -2,6 +2,11 @@
 sweep uses, evaluated on every exercise of each split."""
 
 import json
+import os
+import subprocess
+import sys
+
+import pytest
 
 from configs.sweeps import final, pilot
 from envs import datasets
@@ -33,3 +38,28 @@ def test_the_pilot_runs_at_smoke_size():
   runs = sweep.load_sweep(f"configs/sweeps/pilot.py:domains=polynomial_roots,size=smoke,"
                           f"chosen={CHOSEN},seeds=2")
   assert len(runs) == 2 and all(r.overrides["run.num_seeds"] == 2 for r in runs)
+
+
+def test_the_committed_pilot_regenerates_from_its_records(tmp_path):
+  """results/pilot's power.json and power.txt, byte for byte, from its archived
+  sweeps, with the plan its power.json records."""
+  pilot_dir = os.path.join(repo.ROOT, "results", "pilot")
+  if not os.path.exists(os.path.join(pilot_dir, "power.json")):
+    pytest.skip("no committed pilot")
+  with open(os.path.join(pilot_dir, "power.json")) as f:
+    plan = json.load(f)
+  sweeps = sorted(os.path.join(pilot_dir, d) for d in os.listdir(pilot_dir)
+                  if os.path.isfile(os.path.join(pilot_dir, d, "sweep.json")))
+  assert [os.path.basename(s) for s in sweeps] == ["pilot-multiplication",
+                                                   "pilot-polynomial_roots"]
+  result = subprocess.run(
+      [sys.executable, "-m", "experiments.power", *sweeps, f"--claims={plan['mode']}",
+       f"--width={plan['width']}", "--exercises=" + ",".join(map(str, plan["exercises"])),
+       "--seeds=" + ",".join(map(str, plan["seeds"])), f"--max_seeds={plan['max_seeds']}",
+       f"--max_exercises={plan['max_exercises']}",
+       "--count_exercises" if plan["counted"] else "--nocount_exercises", f"--out={tmp_path}"],
+      cwd=repo.ROOT, capture_output=True, text=True, timeout=1200,
+      env=dict(os.environ, JAX_PLATFORMS="cpu"))
+  assert result.returncode == 0, result.stderr[-3000:]
+  for name in ("power.json", "power.txt"):
+    assert (tmp_path / name).read_text() == open(os.path.join(pilot_dir, name)).read(), name

@@ -315,6 +315,32 @@ def test_command_on_a_sweep_directory(sweep_dir, tmp_path):
   assert any("no Poly-PPO row" in e.get("skipped", "") for e in entries)
   # pass@32 needs 32 samples a problem; these have 16.
   assert any(e.get("skipped") == "test pass@32 not evaluated" for e in entries)
+  assert (tmp_path / "power.txt").read_text() == result.stdout
+  # The records' provenance: these were written by hand, without a sweep.jsonl.
+  assert f"- `{os.path.basename(str(sweep_dir))}`: no sweep.jsonl" in result.stdout
+
+
+def test_archived_records_regenerate_the_power_analysis(sweep_dir, tmp_path):
+  """--archive copies the records beside power.json, and they alone give it again."""
+  def run(source, out, *extra):
+    result = subprocess.run(
+        [sys.executable, "-m", "experiments.power", source, "--nocount_exercises",
+         f"--out={out}", *extra], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+  first = tmp_path / "first"
+  run(str(sweep_dir), first, "--archive")
+  archived = first / os.path.basename(str(sweep_dir))
+  assert (archived / "runs" / "grpo" / "eval.jsonl.gz").exists()
+  run(str(archived), tmp_path / "again")
+  for name in ("power.json", "power.txt"):
+    assert (tmp_path / "again" / name).read_text() == (first / name).read_text(), name
+  refused = subprocess.run([sys.executable, "-m", "experiments.power", str(sweep_dir),
+                            "--archive"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=120, env=dict(os.environ, JAX_PLATFORMS="cpu"))
+  assert refused.returncode != 0 and "give --out=DIR" in refused.stderr
 
 
 def test_no_primary_claims_size_nothing(sweep_dir):

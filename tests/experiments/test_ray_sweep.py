@@ -15,6 +15,7 @@ import ml_collections
 import pytest
 
 from experiments import build, ray_sweep, sweep
+from polyepo.io import writers
 from sweep_dirs import ROOT, env, run_sweep
 
 ray = pytest.importorskip("ray")
@@ -25,7 +26,7 @@ RUN_FILES = ("train.jsonl", "eval.jsonl")
 def _records(path):
   """A JSONL file's records without their wall-clock timings."""
   with open(path) as f:
-    return [{k: v for k, v in json.loads(l).items() if k != "seconds_per_step"} for l in f]
+    return [writers.without_timings(json.loads(l)) for l in f]
 
 
 def _attempts(log_path):

@@ -19,8 +19,7 @@ from sweep_dirs import ROOT, TINY_SWEEP, env, run_sweep
 
 def _records(path):
   """A JSONL file's records without their wall-clock timings."""
-  return [{k: v for k, v in r.items() if k != "seconds_per_step"}
-          for r in writers.read_jsonl(str(path))]
+  return [writers.without_timings(r) for r in writers.read_jsonl(str(path))]
 
 
 def test_run_names_show_what_varies():

@@ -12,6 +12,7 @@ import pytest
 
 from configs import choices
 from configs.sweeps import tuning as tuning_sweep
+from envs import datasets
 from experiments import report, sweep, tuning
 from experiments.analysis import algorithms, claims, records
 from polyepo.rl import algorithms as algorithms_lib
@@ -394,7 +395,16 @@ def test_tuning_files_feed_the_final_and_lambda_sweeps(tmp_path):
     entry = next(e for e in chosen.values() if e["config_file"] == run.config_file
                  and all(run.overrides.get(k) == v for k, v in e["overrides"].items()))
     assert entry is not None
-    assert run.overrides["run.num_seeds"] == 5 and run.overrides["train.num_steps"] == 300
+    # The registered size: a row a primary claim compares (GRPO, Poly-EPO) gets the
+    # primary rows' seeds, reward shaping and the ablation the others'; every exercise.
+    primary = run.config_file == "configs/grpo.py" or (
+        run.config_file == "configs/poly_epo.py"
+        and run.overrides["algorithm.objective"] == "polychromic")
+    rule = claims.registry.RULE
+    assert run.overrides["run.num_seeds"] == (rule["seeds_primary"] if primary else rule["seeds"])
+    assert rule["seeds_primary"] >= 15 and rule["seeds"] >= 5
+    assert run.overrides["train.num_steps"] == rule["steps"] == 300
+    assert run.overrides["run.eval_num_problems"] == rule["eval_problems"] == datasets.SPLIT_SIZE
     assert run.overrides["run.seed"] >= claims.registry.TUNING["seeds"]   # fresh seeds
     assert run.overrides["run.eval_at_start"] == (run.config_file == "configs/grpo.py")
   with pytest.raises(ValueError, match="has no domain 'polynomial_roots'"):
@@ -539,9 +549,9 @@ def test_tuning_sweep_follows_the_registered_rule():
                                 "Poly-EPO (windowed)", "PPO", "Poly-PPO"]
   assert set(by_algorithm) == (set(claims.registry.rows()) - {"Base"}) | {
       "Dr. GRPO", "Poly-EPO (as released)"}
-  assert all(lrs == [1e-5, 3e-5, 1e-4, 3e-4] == list(registered["learning_rates"])
+  assert all(lrs == [1e-5, 3e-5, 1e-4] == list(registered["learning_rates"])
              for lrs in by_algorithm.values())
-  assert len(runs) == 9 * 4
+  assert len(runs) == 9 * 3
   # only= tunes the rows named by key alone, with the same grid and run settings.
   added = sweep.load_sweep("configs/sweeps/tuning.py:domains=multiplication,"
                            "only=poly_epo_official+dr_grpo")

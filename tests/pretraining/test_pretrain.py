@@ -141,6 +141,75 @@ def test_base_model_is_cached_and_reused(env, tmp_path):
   assert directory4 == explicit
 
 
+class Interrupted(Exception):
+  pass
+
+
+@pytest.mark.slow
+def test_an_interrupted_pretraining_resumes_to_the_same_params(env, tmp_path):
+  """Stopped after its second chunk, with a state saved every chunk, each stage
+  resumes there and ends with the params of a pretraining never stopped."""
+  env, params = env
+  mc = pretrain.model_config_for(env, **SMALL)
+  config = pretrain.PretrainConfig(
+      mixture=(1.0,) * 8, slip_rate=0.1, batch_size=8, num_steps=6, steps_per_chunk=2,
+      warmup_steps=1, preference_mixture=(0.0,) * 7 + (1.0,), preference_steps=4)
+  whole = pretrain.pretrain(config, mc, env, params, jax.random.key(0), progress=False)
+
+  def stop_at(stage, step):
+    def log(name, at, _):
+      if (name, at) == (stage, step):
+        raise Interrupted
+    return log
+
+  progress_dir = str(tmp_path / "progress")
+  seen = []
+  with pytest.raises(Interrupted):
+    pretrain.pretrain(config, mc, env, params, jax.random.key(0), progress=False,
+                      log=stop_at("competence", 4), progress_dir=progress_dir,
+                      save_every_chunks=1)
+  with pytest.raises(Interrupted):   # resumes competence at step 4, stops in preference
+    pretrain.pretrain(config, mc, env, params, jax.random.key(0), progress=False,
+                      log=lambda name, at, m: (seen.append((name, at)),
+                                               stop_at("preference", 2)(name, at, m)),
+                      progress_dir=progress_dir, save_every_chunks=1)
+  assert seen == [("competence", 6), ("preference", 2)]
+  resumed = pretrain.pretrain(config, mc, env, params, jax.random.key(0), progress=False,
+                              log=lambda name, at, _: seen.append((name, at)),
+                              progress_dir=progress_dir, save_every_chunks=1)
+  assert seen[2:] == [("preference", 4)]
+  jax.tree.map(np.testing.assert_array_equal, resumed, whole)
+  with pytest.raises(ValueError, match="save_every_chunks must be >= 1"):
+    pretrain.pretrain(config, mc, env, params, jax.random.key(0), progress_dir=progress_dir,
+                      save_every_chunks=0)
+
+
+def test_base_model_resumes_its_pretraining_and_keeps_no_progress(env, tmp_path, monkeypatch):
+  env, params = env
+  mc = pretrain.model_config_for(env, **SMALL)
+  config = pretrain.PretrainConfig(mixture=(1.0,) * 8, slip_rate=0.1, batch_size=8,
+                                   num_steps=8, steps_per_chunk=2)
+  kwargs = dict(description={"name": "multiplication"}, model_config=mc, config=config,
+                seed=0, progress=False)
+  whole, _, _ = pretrain.base_model(env, params, cache_dir=str(tmp_path / "a"), **kwargs)
+  original = pretrain.pretrain
+
+  def interrupted(*args, **kw):   # the first attempt stops after 3 chunks
+    def log(name, step, _):
+      if step == 6:
+        raise Interrupted
+    return original(*args, **dict(kw, log=log, save_every_chunks=1))
+
+  monkeypatch.setattr(pretrain, "pretrain", interrupted)
+  with pytest.raises(Interrupted):
+    pretrain.base_model(env, params, cache_dir=str(tmp_path / "b"), **kwargs)
+  monkeypatch.setattr(pretrain, "pretrain", original)
+  resumed, directory, trained = pretrain.base_model(env, params, cache_dir=str(tmp_path / "b"),
+                                                    **kwargs)
+  assert trained and not os.path.exists(os.path.join(directory, pretrain.PROGRESS))
+  jax.tree.map(np.testing.assert_array_equal, resumed, whole)
+
+
 def test_base_model_refuses_a_checkpoint_of_another_model(env, tmp_path):
   """A base-model directory whose config.json (hand-written here) records
   another architecture is refused before anything is restored or trained,

@@ -157,3 +157,25 @@ def test_unfinished_runs_are_the_planned_ones_without_a_complete_record(tmp_path
       {"name": "late", "config_string": "domain=polynomial_roots"},
       {"name": "c", "config_string": "domain=polynomial_roots"}]
   assert archive.unfinished(runs[:1], [str(tmp_path / "no sweep")]) == []
+
+
+def test_a_run_s_cost_is_read_from_its_records():
+  """Hand-made: 4 steps of 1.5 s (train.jsonl) and two evaluations of two splits
+  each (eval.jsonl): the minutes, and a seed's share of each."""
+  run = archive.RunRecord(
+      "r", "multiplication", "GRPO", None, {},
+      evals=[{"step": 0, "test": {"seeds": [{}, {}], "seconds": {"sampling": 30.0, "forced": 6.0}},
+              "ood": {"seeds": [{}, {}], "seconds": {"sampling": 30.0, "forced": 6.0}}},
+             {"step": 4, "test": {"seeds": [{}, {}], "seconds": {"sampling": 12.0, "forced": 0.0}},
+              "ood": {"seeds": [{}, {}], "seconds": {"sampling": 12.0, "forced": 0.0}}}],
+      train=[{"step": s, "seconds_per_step": 1.5} for s in range(1, 5)])
+  assert archive.run_cost(run) == {
+      "seeds": 2, "steps": 4, "training": 6.0,
+      "evaluations": [{"step": 0, "sampling": 60.0, "forced": 12.0},
+                      {"step": 4, "sampling": 24.0, "forced": 0.0}]}
+  assert archive.cost_lines([run]) == [
+      "- `r` (2 seeds): training 0.1 min (4 steps, 0.05 a seed); evaluation at step 0: "
+      "sampling 1.0 min, forced accuracy 0.2 min (0.60 a seed); evaluation at step 4: sampling "
+      "0.4 min, forced accuracy 0.0 min (0.20 a seed)"]
+  untimed = run._replace(evals=[{"step": 4, "test": {"mean": {}, "seeds": [{}, {}]}}])
+  assert archive.cost_lines([untimed])[0].endswith("its evaluations are not timed in its records")
