@@ -113,8 +113,9 @@ def _config(domain, size, with_domain):
   config.report.num_samples = 64     # samples per problem (pass@k for k = 1..64)
   config.report.temperature = 1.0
   # Forced-strategy accuracy: every exercise of a split where the strategy applies
-  # (up to num_problems), 16 completions each; measured on the first 64 of them
-  # until 2026-12-07, a strategy came out up to 0.07 off (docs/base-models.md).
+  # (up to num_problems), 16 completions each: the first 64 of them, used until
+  # 2026-12-07, misjudged strategies near the competence threshold
+  # (docs/base-models.md).
   config.report.forced_problems = 256  # problems per strategy
   config.report.forced_samples = 16   # completions per problem
 

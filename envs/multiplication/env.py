@@ -170,11 +170,10 @@ class Multiplication(env_lib.KitEnv):
   # preference stage is long: cross-entropy lowers a rare token's probability
   # at a rate proportional to it, so the rarest strategy's share falls ever
   # more slowly, and it takes this many steps to bring one strategy under the
-  # rarest-strategy target (shares by step: docs/base-models.md; after the
-  # 2,700-step competence stage, 900 steps left halve_double at 0.21%, 1,200
-  # bring it to 0.15%). Weight decay 1.0, as polynomial roots': at 0.01 the
-  # model memorised its training exercises (on the previous splits: 4
-  # strategies competent on held-out ones, not 6).
+  # rarest-strategy target (shares by step: docs/base-models.md; 900 steps
+  # left halve_double just over it). Weight decay 1.0, as polynomial roots':
+  # at 0.01 the model memorised its training exercises (on the previous
+  # splits: 4 strategies competent on held-out ones, not 6).
   pretrain_defaults = dict(
       mixture=(1.0, 1.0, 1.5, 2.0, 1.5, 3.0, 3.0, 2.0),
       preference_mixture=(50.0, 20.0, 12.0, 8.0, 5.0, 1.0, 1.0, 0.01),

@@ -194,10 +194,9 @@ class PolynomialRoots(env_lib.KitEnv):
   # exercise splits, 1,000 and 2,000 did not (forced accuracy by weight decay
   # and by length: docs/base-models.md). Held out by class (roots in [-12, 12],
   # 746 training classes) 3,000, 6,000 and 12,000 steps miss it: more
-  # demonstrations help, slowly. Fewer slips meet it: at a slip rate of 0.1
-  # the model also learnt to slip, and at 0.02 five strategies from four
-  # families are competent on `validation` (docs/base-models.md). 600
-  # preference steps bring depressed_cubic under 0.2% of the samples.
+  # demonstrations help, slowly. Fewer slips meet it: with a slip in one
+  # demonstration in ten the model learnt to slip as well (docs/base-models.md).
+  # 600 preference steps bring the rarest strategy under its target.
   pretrain_defaults = dict(
       mixture=(1.0,) * 8,
       preference_mixture=(45.0, 20.0, 4.0, 6.0, 8.0, 15.0, 3.0, 1.0),
