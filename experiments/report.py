@@ -16,6 +16,9 @@ Reads every run under SWEEP_DIR/runs/ (config.json, eval.jsonl, train.jsonl;
                         same claims for Poly-PPO against PPO, and reward shaping
                         at every λ swept against Poly-EPO, its point against
                         their λ curve (`experiments.analysis.claims`);
+                        Poly-EPO's recipe against its authors' release, one
+                        setting at a time (`experiments.analysis.recipe`, with
+                        the recipe sweep);
                         the strategy mixture each row's objective would choose
                         given forced accuracies, and what it predicts
                         (`experiments.analysis.optimum`); the critics' explained
@@ -69,7 +72,7 @@ from typing import List, Sequence
 from absl import app, flags
 
 from experiments import cli
-from experiments.analysis import critics, optimum, stats
+from experiments.analysis import critics, optimum, recipe, stats
 from experiments.analysis.archive import archive_sweeps, sweep_info, unfinished
 from experiments.analysis import claims as claims_lib
 from experiments.analysis.records import (DISCOVERY_SHARE, DOMAIN_TITLES, RARE_SHARE, RunRecord,
@@ -196,6 +199,7 @@ def markdown(runs: List[RunRecord], sweep_dirs: Sequence[str]) -> str:
     if sources:
       lines += [f"### {title} — where each pass@1 difference to GRPO comes from (`test`)", "",
                 SOURCES_NOTE, "", sources, ""]
+    lines += recipe.section(runs, rows, title)
     lines += optimum.section(rows, title)
     lines += critics.section(rows, title)
   lines += ["## Sweeps", ""] + sweep_info(sweep_dirs) + [""]

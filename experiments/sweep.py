@@ -25,7 +25,10 @@ continue from their last checkpoint; with more steps (`train.num_steps`, e.g. a
 sweep file's `steps=600`) it extends the finished runs from their last checkpoint.
 `--only='grpo-*,poly_epo-*'` runs (or resumes, or extends) only the runs whose
 names match, leaving the others as they are. Ctrl-C or `kill PID` stops the sweep and its
-runs, logging the time each had run. A sweep directory made by a different sweep
+runs, logging the time each had run. `--keep_dir=DIR` keeps each run's records in DIR
+as it finishes (a disk that outlives the machine: a Colab session's Drive, a
+repository), and the same sweep started on a fresh machine with the same
+--keep_dir restores them and trains only the rest. A sweep directory made by a different sweep
 is refused unless --overwrite. `SWEEP_DIR/sweep.jsonl` records the command, the
 commit, the machine and each run's wall time; `python -m experiments.report
 SWEEP_DIR` turns the directory into tables and plots.
@@ -36,6 +39,7 @@ import fnmatch
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -69,6 +73,12 @@ _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Remove what a sweep wrote in
 _ONLY = flags.DEFINE_list("only", None, "Run only the runs whose names match one of these "
                           "shell patterns (e.g. 'grpo-*,poly_epo-*'); the others are left as "
                           "they are.")
+_KEEP_DIR = flags.DEFINE_string(
+    "keep_dir", None, "A directory that keeps each finished run's records (config.json, "
+    "train.jsonl.gz, eval.jsonl.gz; no checkpoints) and the sweep's sweep.json and "
+    "sweep.jsonl, on storage that outlives this machine: the same sweep on a fresh machine, "
+    "given the same --keep_dir, restores them and skips those runs. experiments.report "
+    "reads it as a sweep directory.")
 flags.mark_flags_as_required(["sweep"])
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -245,6 +255,51 @@ def prepare_sweep_dir(sweep_dir: str, runs: List[RunSpec], overwrite: bool) -> N
   writers.write_json_atomically(path, manifest, sort_keys=True)
 
 
+def restore_kept(keep_dir: str, sweep_dir: str, runs: List[RunSpec]) -> List[str]:
+  """Copies into `sweep_dir` each run of `runs` that `keep_dir` holds finished and
+  `sweep_dir` does not hold at all, and the sweep's log (sweep.jsonl) when
+  `sweep_dir` has none, so that its wall time adds up across machines; returns
+  the names restored.
+
+  Raises:
+    FileExistsError: `keep_dir` keeps a different sweep.
+  """
+  path = os.path.join(keep_dir, "sweep.json")
+  if os.path.exists(path):
+    with open(path) as f:
+      kept = json.load(f)
+    if _without_extendable(kept) != _without_extendable({"runs": [r._asdict() for r in runs]}):
+      raise FileExistsError(f"--keep_dir={keep_dir!r} keeps a different sweep's runs; give "
+                            f"this sweep a directory of its own.")
+  os.makedirs(os.path.join(sweep_dir, "runs"), exist_ok=True)
+  log = os.path.join(keep_dir, "sweep.jsonl")
+  if os.path.exists(log) and not os.path.exists(os.path.join(sweep_dir, "sweep.jsonl")):
+    shutil.copyfile(log, os.path.join(sweep_dir, "sweep.jsonl"))
+  restored = []
+  for run in runs:
+    kept, workdir = (os.path.join(d, "runs", run.name) for d in (keep_dir, sweep_dir))
+    if (is_finished(kept, build_config(run).train.num_steps)
+        and not os.path.exists(workdir)):
+      shutil.copytree(kept, workdir)
+      restored.append(run.name)
+  return restored
+
+
+def keep(sweep_dir: str, keep_dir: str, names: Sequence[str] = ()) -> None:
+  """Copies the records of runs `names` (finished) and the sweep's sweep.json and
+  sweep.jsonl from `sweep_dir` to `keep_dir`."""
+  from experiments.analysis import archive  # pylint: disable=g-import-not-at-top
+  os.makedirs(os.path.join(keep_dir, "runs"), exist_ok=True)
+  for name in names:
+    archive.archive_run(os.path.join(sweep_dir, "runs", name),
+                        os.path.join(keep_dir, "runs", name))
+  for name in ("sweep.json", "sweep.jsonl"):
+    source = os.path.join(sweep_dir, name)
+    if os.path.exists(source):
+      shutil.copyfile(source, os.path.join(keep_dir, name + ".partial"))
+      os.replace(os.path.join(keep_dir, name + ".partial"), os.path.join(keep_dir, name))
+
+
 def prepare_shared(runs: List[RunSpec]) -> None:
   """Builds what runs share, once, before they start (parallel runs would race).
 
@@ -283,7 +338,7 @@ def select_runs(runs: List[RunSpec], patterns: Optional[Sequence[str]]) -> List[
 
 def run_sweep(runs: List[RunSpec], sweep_dir: str, parallel: int = 1,
               progress: bool = True, launcher: str = "local", ray_address: Optional[str] = None,
-              max_retries: int = 3) -> bool:
+              max_retries: int = 3, keep_dir: Optional[str] = None) -> bool:
   """Runs every unfinished run; returns whether all of them succeeded.
 
   Args:
@@ -294,6 +349,8 @@ def run_sweep(runs: List[RunSpec], sweep_dir: str, parallel: int = 1,
     launcher: "local" (processes here) or "ray" (`experiments.ray_sweep`).
     ray_address: the Ray cluster to join (None: a local instance).
     max_retries: Ray's retries of a run whose worker died.
+    keep_dir: where each finished run's records are kept (`keep`), those finished
+      before the sweep started included; None: nowhere.
   """
   from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top
   for run in runs:  # a run started under another config is neither skipped nor resumed
@@ -302,13 +359,17 @@ def run_sweep(runs: List[RunSpec], sweep_dir: str, parallel: int = 1,
                            build_config(run).to_dict())
     except ValueError as err:
       raise ValueError(f"Run {run.name!r}: {err}") from err
-  pending = []
+  pending, unkept = [], []
   for run in runs:
-    if is_finished(os.path.join(sweep_dir, "runs", run.name),
-                   build_config(run).train.num_steps):
+    steps = build_config(run).train.num_steps
+    if is_finished(os.path.join(sweep_dir, "runs", run.name), steps):
       print(f"skip {run.name}: finished", flush=True)
+      if keep_dir and not is_finished(os.path.join(keep_dir, "runs", run.name), steps):
+        unkept.append(run.name)
     else:
       pending.append(run)
+  if keep_dir:
+    keep(sweep_dir, keep_dir, unkept)
   bar = tqdm(total=len(runs), initial=len(runs) - len(pending), desc="sweep", unit="run",
              disable=not progress)
   failed = []
@@ -321,10 +382,14 @@ def run_sweep(runs: List[RunSpec], sweep_dir: str, parallel: int = 1,
     if interrupted:
       record["interrupted"] = True
       _log(sweep_dir, record)
+      if keep_dir:
+        keep(sweep_dir, keep_dir)
       print(f"interrupted {name} after {seconds / 60:.1f} min; the same command resumes it",
             flush=True)
       return
     _log(sweep_dir, record)
+    if keep_dir:
+      keep(sweep_dir, keep_dir, [] if returncode else [name])
     status = "done" if returncode == 0 else f"FAILED (exit {returncode})"
     tqdm.write(f"{status} {name} in {seconds / 60:.1f} min" + (f" on {node}" if node else ""))
     if returncode:
@@ -406,11 +471,18 @@ def main(argv):
     raise app.UsageError(f"--max_retries must be >= 0, got {_MAX_RETRIES.value}.")
   if _LAUNCHER.value != "ray" and _RAY_ADDRESS.value:
     raise app.UsageError("--ray_address needs --launcher=ray.")
+  if _OVERWRITE.value and _KEEP_DIR.value:
+    raise app.UsageError("--overwrite starts the sweep afresh, but --keep_dir would restore "
+                         "the runs it keeps: drop one, or empty the keep directory first.")
   runs = load_sweep(_SWEEP.value)  # every entry checked before anything compiles
   selected = select_runs(runs, _ONLY.value)
   sweep_name = os.path.splitext(os.path.basename(_SWEEP.value.partition(":")[0]))[0]
   sweep_dir = _SWEEP_DIR.value or os.path.join("runs", "sweeps", sweep_name)
   prepare_sweep_dir(sweep_dir, runs, _OVERWRITE.value)
+  if _KEEP_DIR.value:
+    restored = restore_kept(_KEEP_DIR.value, sweep_dir, runs)
+    if restored:
+      print(f"restored {len(restored)} finished run(s) from {_KEEP_DIR.value}", flush=True)
   print(f"sweep {_SWEEP.value}: {len(selected)} of {len(runs)} runs into {sweep_dir}"
         if _ONLY.value else f"sweep {_SWEEP.value}: {len(runs)} runs into {sweep_dir}",
         flush=True)
@@ -421,8 +493,11 @@ def main(argv):
   prepare_shared(selected)
   _interrupt_on_sigterm()
   ok = run_sweep(selected, sweep_dir, _PARALLEL.value, launcher=_LAUNCHER.value,
-                 ray_address=_RAY_ADDRESS.value, max_retries=_MAX_RETRIES.value)
+                 ray_address=_RAY_ADDRESS.value, max_retries=_MAX_RETRIES.value,
+                 keep_dir=_KEEP_DIR.value)
   _log(sweep_dir, {"event": "end", "seconds": round(time.time() - tic, 1), "ok": ok})
+  if _KEEP_DIR.value:
+    keep(sweep_dir, _KEEP_DIR.value)
   print(f"sweep finished in {(time.time() - tic) / 60:.1f} min; "
         f"report: python -m experiments.report {sweep_dir}", flush=True)
   if not ok:

@@ -13,14 +13,19 @@ runs' seeds): `seeds_primary` seeds for a row a primary claim compares
 `validation`, `test` and `ood` (`exercises` exercises × 64 samples, with
 forced-strategy accuracy) at the end; the rollouts' metrics at every step
 (train.jsonl) show whether training has flattened. The base model is evaluated
-once, at step 0 of the GRPO run (the Base row; every run would record the same
-numbers, `run.eval_at_start`). The defaults are the size registered from the
+at step 0 of the GRPO runs (the Base row, `run.eval_at_start`: every run would
+record the same numbers, up to the evaluation's sampling). A row's seeds train
+as runs of `block` seeds each ("seed blocks": run.seed 100, 105, ...), each short
+enough to finish between interruptions, so that its records can be kept as it
+finishes; the report joins a row's blocks into one run of all its seeds
+(`experiments.analysis.records.join_seed_blocks`). The defaults are the size registered from the
 pilot (`claims.RULE`; configs/sweeps/pilot.py, docs/experiments.md#the-registered-size).
 
 Config string: domains=all|multiplication|polynomial_roots,
 chosen=results/tuning/chosen.json, provisional=false (true: train the choices of a
 chosen.json written while tuning runs were unfinished), seeds_primary, seeds,
-steps and exercises (the registered ones), size=default (smoke: the whole flow in
+steps and exercises (the registered ones), block=5 (seeds per run; 0: one run per
+row), size=default (smoke: the whole flow in
 minutes; a chosen set size keeps its n, headline.fit_smoke).
 """
 
@@ -30,7 +35,8 @@ from configs.sweeps import headline, tuning
 RULE = claims.RULE
 
 FIRST_SEED = 100   # tuning runs use seeds 0, 1, 2 (run.seed = 0, TUNING's 3 seeds)
-BASE_RUN = "grpo"  # the run that also evaluates the base model (step 0)
+BASE_RUN = "grpo"  # the row whose runs also evaluate the base model (step 0)
+BLOCK = RULE["seeds"]   # seeds per run: a secondary row is one run, a primary row 8
 
 
 def final_overrides(seeds: int, steps: int, size: str, exercises: int = RULE["eval_problems"]):
@@ -43,11 +49,26 @@ def final_overrides(seeds: int, steps: int, size: str, exercises: int = RULE["ev
   return overrides
 
 
-def chosen_runs(chosen, domain: str, shared, size: str, keys=None, primary_seeds=None):
+def seed_blocks(overrides, block: int):
+  """`overrides` (a row's, with run.seed and run.num_seeds) as one per run of
+  `block` seeds (the last may have fewer), in seed order; [overrides] for
+  block = 0 or at least the row's seeds."""
+  first, seeds = overrides["run.seed"], overrides["run.num_seeds"]
+  if block < 0:
+    raise ValueError(f"block={block}: the seeds per run must be >= 1 (0: one run per row).")
+  if not block or block >= seeds:
+    return [overrides]
+  return [dict(overrides, **{"run.seed": first + start,
+                             "run.num_seeds": min(block, seeds - start)})
+          for start in range(0, seeds, block)]
+
+
+def chosen_runs(chosen, domain: str, shared, size: str, keys=None, primary_seeds=None,
+                block: int = 0):
   """Sweep entries training each choice of a domain's `chosen` (all, or those of
   `keys`), in key order, with `shared` overrides, and `primary_seeds` seeds (if
-  given) for a row a primary claim compares; BASE_RUN also evaluates the base
-  model."""
+  given) for a row a primary claim compares, in runs of `block` seeds
+  (`seed_blocks`); BASE_RUN's runs also evaluate the base model."""
   config_string = f"domain={domain},size={size}"
   primary = {a.key for a in tuning.ALGORITHMS if a.label in claims.primary_rows()}
   runs = []
@@ -57,8 +78,9 @@ def chosen_runs(chosen, domain: str, shared, size: str, keys=None, primary_seeds
     overrides = dict(shared, **entry["overrides"], **{"run.eval_at_start": key == BASE_RUN})
     if primary_seeds is not None and key in primary:
       overrides["run.num_seeds"] = primary_seeds
-    runs.append((entry["config_file"], config_string,
-                 headline.fit_smoke(entry["config_file"], config_string, overrides, size)))
+    runs += [(entry["config_file"], config_string,
+              headline.fit_smoke(entry["config_file"], config_string, run, size))
+             for run in seed_blocks(overrides, block)]
   return runs
 
 
@@ -66,10 +88,11 @@ def get_sweep(arg=None):
   args = choices.parse_arg(arg, domains="all", chosen="results/tuning/chosen.json",
                           provisional=False, seeds_primary=RULE["seeds_primary"],
                           seeds=RULE["seeds"], steps=RULE["steps"],
-                          exercises=RULE["eval_problems"], size="default")
+                          exercises=RULE["eval_problems"], block=BLOCK, size="default")
   shared = final_overrides(args.seeds, args.steps, args.size, args.exercises)
   runs = []
   for domain in headline.domains(args.domains):
     chosen = tuning.read_chosen(args.chosen, domain, provisional=args.provisional)
-    runs += chosen_runs(chosen, domain, shared, args.size, primary_seeds=args.seeds_primary)
+    runs += chosen_runs(chosen, domain, shared, args.size, primary_seeds=args.seeds_primary,
+                        block=args.block)
   return runs

@@ -156,7 +156,7 @@ def cost_lines(runs: Sequence[RunRecord]) -> List[str]:
 def unfinished(runs: Sequence[RunRecord], sweep_dirs: Sequence[str]) -> List[Dict[str, Any]]:
   """The runs that have not finished: each planned one (its sweep.json entry) without a
   complete record, and each incomplete record no sweep.json plans."""
-  done = {r.name for r in runs if is_complete(r)}
+  done = {name for r in runs if is_complete(r) for name in r.blocks or (r.name,)}
   planned = []
   for sweep_dir in sweep_dirs:
     path = os.path.join(sweep_dir, "sweep.json")
@@ -182,26 +182,33 @@ def archive_records(sweep_dir: str, destination: str) -> None:
       os.makedirs(destination, exist_ok=True)
       shutil.copyfile(os.path.join(sweep_dir, name), os.path.join(destination, name))
   for run in sorted(os.listdir(os.path.join(sweep_dir, "runs"))):
-    target = os.path.join(destination, "runs", run)
-    os.makedirs(target, exist_ok=True)
-    config = os.path.join(sweep_dir, "runs", run, "config.json")
-    if os.path.exists(config):
-      shutil.copyfile(config, os.path.join(target, "config.json"))
-    for name in ("train.jsonl", "eval.jsonl"):
-      source = writers.jsonl_path(os.path.join(sweep_dir, "runs", run), name)
-      if os.path.exists(source):
-        compress(source, os.path.join(target, name + ".gz"))
+    archive_run(os.path.join(sweep_dir, "runs", run), os.path.join(destination, "runs", run))
+
+
+def archive_run(workdir: str, target: str) -> None:
+  """Copies a run directory's records to `target`: config.json, and train.jsonl and
+  eval.jsonl gzipped (`compress`); not its checkpoints or event files."""
+  os.makedirs(target, exist_ok=True)
+  config = os.path.join(workdir, "config.json")
+  if os.path.exists(config):
+    shutil.copyfile(config, os.path.join(target, "config.json"))
+  for name in ("train.jsonl", "eval.jsonl"):
+    source = writers.jsonl_path(workdir, name)
+    if os.path.exists(source):
+      compress(source, os.path.join(target, name + ".gz"))
 
 
 def compress(source: str, destination: str) -> None:
   """Copies `source` gzipped (if it is not already) to `destination`, with no
   name or time in the header, so that the same records give the same bytes."""
+  partial = destination + ".partial"   # renamed when whole: a copy cut short is never read
   if source.endswith(".gz"):
-    shutil.copyfile(source, destination)
-    return
-  with open(source, "rb") as f, open(destination, "wb") as raw:
-    with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=raw, mtime=0) as out:
-      shutil.copyfileobj(f, out)
+    shutil.copyfile(source, partial)
+  else:
+    with open(source, "rb") as f, open(partial, "wb") as raw:
+      with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=raw, mtime=0) as out:
+        shutil.copyfileobj(f, out)
+  os.replace(partial, destination)
 
 
 def archive_sweeps(sweep_dirs: Sequence[str], out: str) -> None:

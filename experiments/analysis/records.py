@@ -12,7 +12,7 @@ label is its config.json's `algorithm` (`experiments.analysis.algorithms`).
 import functools
 import json
 import os
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -40,6 +40,7 @@ class RunRecord(NamedTuple):
   evals: List[Dict[str, Any]]   # eval.jsonl records, by step
   train: List[Dict[str, Any]]   # train.jsonl records, by step
   sweep: int = 0           # index of its sweep directory in `load_runs`' argument
+  blocks: Tuple[str, ...] = ()   # the seed blocks joined into this run (`join_seed_blocks`)
 
 
 def read_jsonl_or_empty(path: str) -> List[Dict[str, Any]]:
@@ -49,8 +50,9 @@ def read_jsonl_or_empty(path: str) -> List[Dict[str, Any]]:
 
 
 def load_runs(sweep_dirs: Sequence[str]) -> List[RunRecord]:
-  """Every run directory (with an evaluation) under the sweep directories, by name;
-  a run's records are its eval.jsonl and train.jsonl, or their archived .jsonl.gz."""
+  """Every run directory (with an evaluation) under the sweep directories, by name,
+  with the finished seed blocks of one setting joined (`join_seed_blocks`); a run's
+  records are its eval.jsonl and train.jsonl, or their archived .jsonl.gz."""
   from polyepo.io import writers  # pylint: disable=g-import-not-at-top
   runs = []
   for index, sweep_dir in enumerate(sweep_dirs):
@@ -72,11 +74,108 @@ def load_runs(sweep_dirs: Sequence[str]) -> List[RunRecord]:
                             sweep=index))
   if not runs:
     raise FileNotFoundError(f"No run with an evaluation under {', '.join(sweep_dirs)}.")
-  return runs
+  return join_seed_blocks(runs)
 
 
 def is_complete(run: RunRecord) -> bool:
   return run.evals[-1]["step"] == run.config["train"]["num_steps"]
+
+
+# -- seed blocks ------------------------------------------------------------------
+
+
+def _seeds(run: RunRecord) -> range:
+  first = run.config["run"]["seed"]
+  return range(first, first + run.config["run"]["num_seeds"])
+
+
+def _setting_key(run: RunRecord) -> str:
+  """The run's config but its seeds: what its seed blocks share."""
+  config = dict(run.config, run={k: v for k, v in run.config["run"].items()
+                                 if k not in ("seed", "num_seeds")})
+  return json.dumps([run.sweep, config], sort_keys=True, default=str)
+
+
+def join_seed_blocks(runs: Sequence[RunRecord]) -> List[RunRecord]:
+  """`runs` with the finished runs of one setting joined into one run of all their seeds.
+
+  A sweep may train a row's seeds as several runs ("seed blocks":
+  configs/sweeps/final.py gives each run.seed 100, 105, ... and 5 seeds), so that
+  each run fits between interruptions and its records can be kept as it finishes.
+  Finished runs of one sweep directory whose config.json differ only in their
+  seeds (run.seed, run.num_seeds) are one setting: the joined run lists every block's seeds in run.seed order,
+  in every eval.jsonl and train.jsonl record (each "mean" recomputed over all
+  of them, as one run of every seed would have recorded it; wall-clock times
+  summed, the row's cost), and is named after its first block, with every block's
+  name in `blocks`. Unfinished blocks stay runs of their own (`is_complete` is
+  False), so a row counts only what has finished.
+
+  Raises:
+    ValueError: two runs of a setting share a seed (the same runs twice), or its
+      blocks' records differ in their steps.
+  """
+  groups: Dict[str, List[RunRecord]] = {}
+  for run in runs:
+    if "seed" in run.config.get("run", {}) and is_complete(run):
+      groups.setdefault(_setting_key(run), []).append(run)
+  joined = {}
+  for group in groups.values():
+    if len(group) == 1:
+      continue
+    group = sorted(group, key=lambda r: r.config["run"]["seed"])
+    for a, b in zip(group, group[1:]):
+      if _seeds(a).stop > _seeds(b).start:
+        raise ValueError(f"runs {a.name!r} and {b.name!r} are one setting with overlapping "
+                         f"seeds ({_seeds(a).start}..{_seeds(a).stop - 1} and "
+                         f"{_seeds(b).start}..{_seeds(b).stop - 1}): the same seeds twice.")
+    steps = [([e["step"] for e in r.evals], [t["step"] for t in r.train]) for r in group]
+    if any(s != steps[0] for s in steps):
+      raise ValueError(f"the seed blocks {[r.name for r in group]} record different steps; "
+                       f"they cannot be joined into one row.")
+    evals = [_join_eval(records) for records in zip(*(r.evals for r in group))]
+    train = [_join_train(records) for records in zip(*(r.train for r in group))]
+    first = group[0]
+    blocks = [[r.config["run"]["seed"], r.config["run"]["num_seeds"]] for r in group]
+    config = dict(first.config, run=dict(first.config["run"], seed_blocks=blocks,
+                                         num_seeds=sum(n for _, n in blocks)))
+    joined[id(first)] = first._replace(config=config, evals=evals, train=train,
+                                       blocks=tuple(r.name for r in group))
+    joined.update({id(r): None for r in group[1:]})
+  return [joined.get(id(r), r) for r in runs if joined.get(id(r), r) is not None]
+
+
+def _join_eval(records: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+  """One eval.jsonl record of every block's seeds: each split's "seeds" in block
+  order, its "mean" over all of them, its "seconds" summed."""
+  from polyepo.evaluation import evaluate  # pylint: disable=g-import-not-at-top
+  out = {"step": records[0]["step"]}
+  for split in records[0]:
+    if split == "step":
+      continue
+    seeds = [seed for record in records for seed in record[split]["seeds"]]
+    out[split] = {"mean": evaluate.mean_over_seeds(seeds), "seeds": seeds}
+    if all("seconds" in record[split] for record in records):
+      out[split]["seconds"] = {part: round(sum(r[split]["seconds"][part] for r in records), 3)
+                               for part in records[0][split]["seconds"]}
+  return out
+
+
+def _join_train(records: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+  """One train.jsonl record of every block's seeds: each metric's "name/seeds" in
+  block order and its mean over them, seconds_per_step summed (the row's cost)."""
+  out = {"step": records[0]["step"]}
+  for key in records[0]:
+    if key.endswith("/seeds"):
+      seeds = [seed for record in records for seed in record[key]]
+      out[key[:-len("/seeds")]] = np.mean(np.asarray(seeds, float), axis=0).tolist()
+      out[key] = seeds
+    elif key == "seconds_per_step":
+      out[key] = sum(record[key] for record in records)
+  unknown = [k for k in records[0] if k not in out]
+  if unknown:
+    raise ValueError(f"train.jsonl step {out['step']}: no per-seed values of {unknown} "
+                     f"to join the seed blocks' records by.")
+  return {k: out[k] for k in records[0]}
 
 
 # -- per-problem values ---------------------------------------------------------

@@ -11,13 +11,14 @@ definition, verdict, the paired interval it rests on, its level and p-values
 the domains) and the domain's secondary family are corrected, the optimal strategy mixtures'
 predicted pass@1, distinct correct and shares beside the measured ones
 (`experiments.analysis.optimum`), and the critics' explained variance beside its bound
-(`experiments.analysis.critics`); numbers rounded to `tables.DECIMALS`, keys sorted.
+(`experiments.analysis.critics`), and Poly-EPO's recipe one release setting at a
+time ("recipe", `experiments.analysis.recipe`); numbers rounded to `tables.DECIMALS`, keys sorted.
 """
 
 import json
 from typing import Any, Dict, List
 
-from experiments.analysis import algorithms, critics, optimum
+from experiments.analysis import algorithms, critics, optimum, recipe
 from experiments.analysis import claims as claims_lib
 from experiments.analysis.records import RunRecord, num_seeds, select_rows, value
 from experiments.analysis.tables import PASS_KS, rounded
@@ -38,7 +39,8 @@ def summary(runs: List[RunRecord]) -> Dict[str, Any]:
   families' corrections (primary: Holm across the domains, its M; secondary:
   Bonferroni within the domain, its T and level);
   "predicted_optimum" holds `optimum.summary` (absent without a row to predict), "critic"
-  `critics.summary` (absent without a row with a critic)."""
+  `critics.summary` (absent without a row with a critic), "recipe" `recipe.summary`
+  (absent without its runs)."""
   out = {}
   rows_by_domain = {d: select_rows(runs, d) for d in sorted({r.domain for r in runs})}
   rows_by_domain = {d: rows for d, rows in rows_by_domain.items() if rows}
@@ -78,6 +80,9 @@ def summary(runs: List[RunRecord]) -> Dict[str, Any]:
     critic = critics.summary(rows)
     if critic:
       out[domain]["critic"] = critic
+    steps = recipe.summary(runs, rows)
+    if steps:
+      out[domain]["recipe"] = steps
   return out
 
 

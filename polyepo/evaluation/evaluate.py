@@ -316,6 +316,23 @@ def summarize(samples: Samples, strategy_names, strategy_families=None) -> Dict[
   }
 
 
+def mean_over_seeds(summaries):
+  """The "mean" of an evaluation's split: the numeric leaves of per-seed
+  summaries (`summarize`) averaged over seeds (None-aware); an integer that
+  every seed shares (a count such as num_samples) stays an integer. The
+  per-problem values ("per_problem") are left out: the per-seed summaries keep
+  them, and a mean over seeds of per-problem values would mean nothing to read."""
+  first = summaries[0]
+  if isinstance(first, dict):
+    return {k: mean_over_seeds([s[k] for s in summaries]) for k in first if k != "per_problem"}
+  values = [s for s in summaries if s is not None]
+  if not values:
+    return None
+  if all(isinstance(v, int) and v == values[0] for v in values):
+    return values[0]
+  return float(np.mean(values))
+
+
 def evaluate(params, model_config, env, problems, key, *, num_samples: int = 64,
              temperature: float = 1.0, problems_per_chunk: int = 0,
              base_params=None) -> Dict[str, Any]:

@@ -35,22 +35,6 @@ def _seed_params(params, seed: int):
   return jax.tree.map(lambda x: x[seed], params)
 
 
-def _mean_summary(summaries):
-  """Averages numeric leaves of per-seed summaries (None-aware); an integer that
-  every seed shares (a count such as num_samples) stays an integer. The
-  per-problem values ("per_problem") are left out: the per-seed summaries keep
-  them, and a mean over seeds of per-problem values would mean nothing to read."""
-  first = summaries[0]
-  if isinstance(first, dict):
-    return {k: _mean_summary([s[k] for s in summaries]) for k in first if k != "per_problem"}
-  values = [s for s in summaries if s is not None]
-  if not values:
-    return None
-  if all(isinstance(v, int) and v == values[0] for v in values):
-    return values[0]
-  return float(np.mean(values))
-
-
 def evaluate_seeds(params, model_config, env, eval_problems, settings: plan.RunSettings,
                    step: int, base_params=None) -> Dict[str, Any]:
   """{split: {"mean": summary averaged over seeds, "seeds": [summary per seed],
@@ -96,7 +80,7 @@ def evaluate_seeds(params, model_config, env, eval_problems, settings: plan.RunS
             num_problems=settings.eval_forced_problems,
             num_samples=settings.eval_forced_samples, temperature=settings.eval_temperature)
     seconds["forced"] = time.perf_counter() - tic
-    out[split] = {"mean": _mean_summary(per_seed), "seeds": per_seed,
+    out[split] = {"mean": evaluate.mean_over_seeds(per_seed), "seeds": per_seed,
                   "seconds": {k: round(v, 3) for k, v in seconds.items()}}
   return out
 

@@ -13,6 +13,7 @@ import threading
 import pytest
 
 from experiments import sweep
+from experiments.analysis import records
 from polyepo.io import writers
 from sweep_dirs import ROOT, TINY_SWEEP, env, run_sweep
 
@@ -168,6 +169,52 @@ def test_sweep_refuses_a_different_sweep_in_the_same_directory(tiny_sweep, tmp_p
   other.write_text('def get_sweep(arg=None):\n  return [("configs/grpo.py", "size=smoke", {})]\n')
   result = run_sweep([f"--sweep={other}", f"--sweep_dir={sweep_dir}"], cache)
   assert result.returncode != 0 and "--overwrite" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_sweep_keeps_its_finished_runs_and_a_fresh_machine_restores_them(tiny_sweep,
+                                                                           tmp_path):
+  """--keep_dir keeps each run's records as it finishes (and those finished before);
+  the same sweep on a fresh machine (no sweep directory) restores them, trains
+  nothing, and its log continues the kept one."""
+  path, shared, cache = tiny_sweep
+  sweep_dir, keep_dir = tmp_path / "out", tmp_path / "keep"
+  shutil.copytree(shared, sweep_dir)
+  work = sweep_dir / "runs" / "grpo-smoke"   # interrupted after its step-2 checkpoint
+  shutil.rmtree(work / "checkpoints" / "4")
+  for name in ("train", "eval"):
+    lines = [l for l in open(work / f"{name}.jsonl") if json.loads(l)["step"] <= 2]
+    (work / f"{name}.jsonl").write_text("".join(lines))
+  result = run_sweep([f"--sweep={path}", f"--sweep_dir={sweep_dir}", f"--keep_dir={keep_dir}"],
+                     cache)
+  assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+  names = sorted(os.listdir(sweep_dir / "runs"))
+  assert sorted(os.listdir(keep_dir / "runs")) == names and len(names) == 3
+  for name in names:   # records only, the same as the sweep's
+    assert sorted(os.listdir(keep_dir / "runs" / name)) == [
+        "config.json", "eval.jsonl.gz", "train.jsonl.gz"]
+    for records in ("train", "eval"):
+      assert _records(keep_dir / "runs" / name / f"{records}.jsonl.gz") == _records(
+          sweep_dir / "runs" / name / f"{records}.jsonl"), (name, records)
+  kept_log = writers.read_jsonl(str(keep_dir / "sweep.jsonl"))
+  assert kept_log == writers.read_jsonl(str(sweep_dir / "sweep.jsonl"))
+  fresh = tmp_path / "fresh"
+  result = run_sweep([f"--sweep={path}", f"--sweep_dir={fresh}", f"--keep_dir={keep_dir}"],
+                     cache)
+  assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+  assert "restored 3 finished run(s)" in result.stdout and result.stdout.count("skip ") == 3
+  assert not (fresh / "runs" / "grpo-smoke" / "checkpoints").exists()   # nothing trained
+  log = writers.read_jsonl(str(fresh / "sweep.jsonl"))
+  assert log[:len(kept_log)] == kept_log and log[len(kept_log)]["event"] == "start"
+  assert writers.read_jsonl(str(keep_dir / "sweep.jsonl")) == log
+  runs = records.load_runs([str(keep_dir)])   # a report reads the kept runs
+  assert len(runs) == 3 and all(records.is_complete(r) for r in runs)
+  # Another sweep's keep directory is refused.
+  other = tmp_path / "other.py"
+  other.write_text(path.read_text().replace('"run.num_seeds": 2', '"run.num_seeds": 3'))
+  result = run_sweep([f"--sweep={other}", f"--sweep_dir={tmp_path / 'o'}",
+                      f"--keep_dir={keep_dir}"], cache)
+  assert result.returncode != 0 and "keeps a different sweep's runs" in result.stderr
 
 
 def test_a_run_archived_with_gzipped_records_counts_as_finished(tmp_path):

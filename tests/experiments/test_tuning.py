@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from configs import choices
+from configs.sweeps import final as final_sweep
 from configs.sweeps import tuning as tuning_sweep
 from envs import datasets
 from experiments import report, sweep, tuning
@@ -387,26 +388,40 @@ def test_tuning_files_feed_the_final_and_lambda_sweeps(tmp_path):
   # Every choice is inside its grid: nothing to extend.
   with pytest.raises(ValueError, match="every choice of multiplication is inside its grid"):
     sweep.load_sweep(f"configs/sweeps/tuning.py:domains=multiplication,extend={chosen_path}")
-  # The final sweep trains exactly the chosen settings, with fresh seeds.
+  # The final sweep trains exactly the chosen settings, with fresh seeds, each row in
+  # runs of 5 seeds (seed blocks) that together hold the registered number.
   final = sweep.load_sweep(f"configs/sweeps/final.py:domains=multiplication,chosen={chosen_path}")
   chosen = json.load(open(chosen_path))["multiplication"]
-  assert len(final) == len(chosen) == 4
+  rule = claims.registry.RULE
+  rows = {}
   for run in final:
-    entry = next(e for e in chosen.values() if e["config_file"] == run.config_file
-                 and all(run.overrides.get(k) == v for k, v in e["overrides"].items()))
-    assert entry is not None
-    # The registered size: a row a primary claim compares (GRPO, Poly-EPO) gets the
-    # primary rows' seeds, reward shaping and the ablation the others'; every exercise.
-    primary = run.config_file == "configs/grpo.py" or (
-        run.config_file == "configs/poly_epo.py"
-        and run.overrides["algorithm.objective"] == "polychromic")
-    rule = claims.registry.RULE
-    assert run.overrides["run.num_seeds"] == (rule["seeds_primary"] if primary else rule["seeds"])
-    assert rule["seeds_primary"] >= 15 and rule["seeds"] >= 5
+    key = next(k for k, e in chosen.items() if e["config_file"] == run.config_file
+               and all(run.overrides.get(k) == v for k, v in e["overrides"].items()))
+    rows.setdefault(key, []).append(run)
+    assert run.overrides["run.num_seeds"] == rule["seeds"] == 5
     assert run.overrides["train.num_steps"] == rule["steps"] == 300
     assert run.overrides["run.eval_num_problems"] == rule["eval_problems"] == datasets.SPLIT_SIZE
-    assert run.overrides["run.seed"] >= claims.registry.TUNING["seeds"]   # fresh seeds
     assert run.overrides["run.eval_at_start"] == (run.config_file == "configs/grpo.py")
+  assert sorted(rows) == sorted(chosen) and len(chosen) == 4
+  for key, runs in rows.items():
+    # The registered size: a row a primary claim compares (GRPO, Poly-EPO) gets the
+    # primary rows' seeds, reward shaping and the ablation the others'.
+    primary = key in ("grpo", "poly_epo")
+    seeds = [s for r in runs for s in range(r.overrides["run.seed"],
+                                             r.overrides["run.seed"] + 5)]
+    assert seeds == list(range(final_sweep.FIRST_SEED, final_sweep.FIRST_SEED + len(seeds)))
+    assert len(seeds) == (rule["seeds_primary"] if primary else rule["seeds"])
+    assert {json.dumps({k: v for k, v in r.overrides.items() if k != "run.seed"},
+                       sort_keys=True) for r in runs} == {json.dumps(
+                           {k: v for k, v in runs[0].overrides.items() if k != "run.seed"},
+                           sort_keys=True)}   # the blocks differ in their seeds alone
+  assert rule["seeds_primary"] >= 15 and rule["seeds"] >= 5
+  assert final_sweep.FIRST_SEED >= claims.registry.TUNING["seeds"]   # fresh seeds
+  # block=0 trains each row as one run of all its seeds.
+  whole = sweep.load_sweep(f"configs/sweeps/final.py:domains=multiplication,"
+                           f"chosen={chosen_path},block=0")
+  assert sorted(r.overrides["run.num_seeds"] for r in whole) == sorted(
+      [rule["seeds"]] * 2 + [rule["seeds_primary"]] * 2)
   with pytest.raises(ValueError, match="has no domain 'polynomial_roots'"):
     sweep.load_sweep(f"configs/sweeps/final.py:domains=polynomial_roots,chosen={chosen_path}")
   # At size=smoke (4 samples per prompt) every chosen set size still fits: the runs
@@ -429,6 +444,26 @@ def test_tuning_files_feed_the_final_and_lambda_sweeps(tmp_path):
     assert {k: v for k, v in run.overrides.items() if k != "algorithm.lam"} == \
         {k: v for k, v in rs_final.overrides.items() if k != "algorithm.lam"}
     assert not run.overrides["run.eval_at_start"]
+  # The recipe sweep runs Poly-EPO's final setting with one release setting each, but
+  # the one it has (no standardisation) and N = 8, which cannot hold its set size n = 8.
+  poly_epo = rows["poly_epo"][0].overrides
+  assert poly_epo["algorithm.set_size"] == 8 and not poly_epo["algorithm.normalize"]
+  with pytest.warns(UserWarning, match="set size n = 8 does not fit the release's N = 8"):
+    recipe_runs = sweep.load_sweep(f"configs/sweeps/recipe.py:domains=multiplication,"
+                                   f"chosen={chosen_path}")
+  changes = [{k: v for k, v in run.overrides.items() if poly_epo.get(k) != v}
+             for run in recipe_runs]
+  assert changes == [{"train.aggregation": "sequence_sum"}, {"train.grad_clip": 0.3}]
+
+
+def test_seed_blocks_split_a_row_s_seeds_without_a_gap_or_an_overlap():
+  row = {"run.seed": 100, "run.num_seeds": 12, "train.learning_rate": 3e-5}
+  blocks = final_sweep.seed_blocks(row, 5)
+  assert [(b["run.seed"], b["run.num_seeds"]) for b in blocks] == [(100, 5), (105, 5), (110, 2)]
+  assert all(b["train.learning_rate"] == 3e-5 for b in blocks)
+  assert final_sweep.seed_blocks(row, 0) == final_sweep.seed_blocks(row, 12) == [row]
+  with pytest.raises(ValueError, match="block=-1: the seeds per run must be >= 1"):
+    final_sweep.seed_blocks(row, -1)
 
 
 def test_an_older_chosen_json_feeds_the_final_sweep_in_today_s_keys(tmp_path):

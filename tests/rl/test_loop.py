@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import tiny_rl
+from polyepo.evaluation import evaluate
 from polyepo.io import writers
 from polyepo.policy import value_head
 from polyepo.rl import algorithms, loop, plan, train
@@ -32,12 +33,12 @@ class _Interrupted(Exception):
 def test_seed_mean_keeps_shared_counts_whole():
   summaries = [{"num_samples": 32, "strategies_used": 3, "pass_at_k": {1: 0.25}, "mv": None},
                {"num_samples": 32, "strategies_used": 4, "pass_at_k": {1: 0.5}, "mv": None}]
-  mean = loop._mean_summary(summaries)  # pylint: disable=protected-access
+  mean = evaluate.mean_over_seeds(summaries)
   assert mean == {"num_samples": 32, "strategies_used": 3.5, "pass_at_k": {1: 0.375}, "mv": None}
   assert isinstance(mean["num_samples"], int)
   # Per-problem values stay with their seed: the mean leaves them out.
   per_problem = [dict(s, per_problem={"num_correct": [i, 2]}) for i, s in enumerate(summaries)]
-  assert loop._mean_summary(per_problem) == mean  # pylint: disable=protected-access
+  assert evaluate.mean_over_seeds(per_problem) == mean
 
 
 def test_evaluation_shaped_for_an_accelerator_gives_the_cpus_numbers(setup):

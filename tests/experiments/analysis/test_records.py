@@ -76,3 +76,64 @@ def test_a_run_is_read_under_the_algorithm_and_families_its_config_records(tmp_p
   assert (shaping.algorithm, shaping.lam, shaping.config["algorithm"]) == (
       "Reward shaping", 0.3, {"name": "reward_shaping", "lam": 0.3, "normalize": True})
   assert records.setting(shaping) == {"train.learning_rate": 3e-5, "algorithm.lam": 0.3}
+
+
+def _block(root, name, seed, num_correct, *, lr=3e-5, steps=2, done=True, seconds=60.0):
+  """A run directory of a 2-step GRPO run with run.seed `seed` and one seed per
+  row of `num_correct` (its test per-problem correct counts of 4 samples)."""
+  import json  # pylint: disable=g-import-not-at-top
+  workdir = root / "runs" / name
+  workdir.mkdir(parents=True)
+  config = {"domain": "multiplication", "algorithm": {"name": "grpo"}, "label": "GRPO",
+            "train": {"learning_rate": lr, "num_steps": steps},
+            "run": {"seed": seed, "num_seeds": len(num_correct), "eval_at_start": True}}
+  (workdir / "config.json").write_text(json.dumps(config))
+  seeds = [{"num_samples": 4, "pass_at_k": {"1": sum(c) / (4 * len(c))},
+            "per_problem": {"num_correct": list(c)}} for c in num_correct]
+  test = {"mean": {"num_samples": 4}, "seeds": seeds,
+          "seconds": {"sampling": seconds, "forced": 1.0}}
+  evals = [{"step": 0, "test": test}] + ([{"step": steps, "test": test}] if done else [])
+  (workdir / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
+  train = [{"step": t + 1, "reward": 0.0, "reward/seeds": [0.1 * seed + t] * len(num_correct),
+            "seconds_per_step": seconds} for t in range(steps if done else 1)]
+  (workdir / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in train))
+
+
+def test_the_finished_seed_blocks_of_a_setting_join_into_one_run(tmp_path):
+  """Runs of one setting that differ only in their seeds are one row: every seed's
+  values in seed order, the means over all of them, the times summed; an
+  unfinished block and another setting stay runs of their own."""
+  from experiments.analysis import archive  # pylint: disable=g-import-not-at-top
+  _block(tmp_path, "b-seed=102", 102, [[4, 4]], seconds=30.0)
+  _block(tmp_path, "a-seed=100", 100, [[0, 1], [2, 3]])
+  _block(tmp_path, "c-seed=103", 103, [[1, 1]], done=False)
+  _block(tmp_path, "d-lr", 100, [[0, 0]], lr=1e-4)
+  joined, unfinished, other = records.load_runs([str(tmp_path)])
+  assert joined.name == "a-seed=100" and joined.blocks == ("a-seed=100", "b-seed=102")
+  assert (unfinished.name, unfinished.blocks, records.is_complete(unfinished)) == (
+      "c-seed=103", (), False)
+  assert (other.name, other.blocks) == ("d-lr", ())
+  assert joined.config["run"]["num_seeds"] == 3
+  assert joined.config["run"]["seed_blocks"] == [[100, 2], [102, 1]]
+  for record in joined.evals:
+    np.testing.assert_allclose(records.per_problem(record, "test", "pass@1"),
+                               [[0, 0.25], [0.5, 0.75], [1, 1]])
+    # pass@1 per seed 1/8, 5/8, 1: the mean over three seeds, not over two blocks.
+    assert record["test"]["mean"]["pass_at_k"]["1"] == pytest.approx((1 / 8 + 5 / 8 + 1) / 3)
+    assert record["test"]["mean"]["num_samples"] == 4
+    assert record["test"]["seconds"] == {"sampling": 60.0 + 30.0, "forced": 2.0}
+  assert [r["step"] for r in joined.train] == [1, 2]
+  assert joined.train[1]["reward/seeds"] == pytest.approx([11.0, 11.0, 11.2])
+  assert joined.train[1]["reward"] == pytest.approx((11.0 + 11.0 + 11.2) / 3)
+  assert joined.train[1]["seconds_per_step"] == 60.0 + 30.0
+  # A report counts the joined blocks as done and the unfinished one as not.
+  assert [r["name"] for r in archive.unfinished([joined, unfinished, other], [])] == [
+      "c-seed=103"]
+
+
+def test_seed_blocks_with_a_seed_in_common_are_refused(tmp_path):
+  _block(tmp_path, "a", 100, [[0, 1], [2, 3]])
+  _block(tmp_path, "b", 101, [[4, 4]])
+  with pytest.raises(ValueError, match="'a' and 'b' are one setting with overlapping seeds "
+                                       r"\(100..101 and 101..101\)"):
+    records.load_runs([str(tmp_path)])
