@@ -456,6 +456,46 @@ def never(components: DifferenceComponents, rule: Rule, z: float, exercises=None
   return bool(chance(components, rule, z, seeds, seeds, exercises, width) < target)
 
 
+def needs(a, b, claim: registry.Claim, level: float, width: str = "bootstrap") -> Dict[str, Any]:
+  """What a claim judged on rows a, b (f64[S, P] each, `records.per_problem`) would
+  need to be decided with chance POWER, at its interval's level 1 − `level`:
+  {"difference" (d̂), "seeds" and "exercises" (now: S per row, the fewer of the two,
+  and E), "p_now", "seeds_needed" (the smallest S per row at E; None: none up to
+  SEARCH_SEEDS), "never_seeds" (no number of seeds does it at E),
+  "exercises_needed" (the smallest E at S; None: none up to SEARCH_EXERCISES)};
+  {"not_sized": why} where a row has 1 seed. The plug-in of the module docstring:
+  the true difference is taken to be d̂."""
+  c = difference_components(a, b)
+  if not c.estimable:
+    return {"not_sized": "a row has 1 seed: its seed component is not estimable"}
+  rule, z = rule_of(claim), z_value(level)
+  seeds, exercises = min(c.a.seeds, c.b.seeds), c.a.problems
+  needed = smallest_seeds(c, rule, exercises, z, width)
+  return {"difference": c.difference, "seeds": seeds, "exercises": exercises,
+          "p_now": float(chance(c, rule, z, c.a.seeds, c.b.seeds, exercises, width)),
+          "seeds_needed": needed,
+          "never_seeds": needed is None and never(c, rule, z, exercises=exercises,
+                                                  width=width),
+          "exercises_needed": smallest_exercises(c, rule, seeds, z, width)}
+
+
+def undecided_needs(judgement, rows: Dict[str, Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+  """{claim id: `needs`} of every undecided claim of kind "compare" in a domain's
+  `claims.Judgement`, on its `rows` (`records.select_rows`), at the least level
+  its family gives a claim: α/M for a primary one (Holm's first step), α/T for a
+  secondary one (Bonferroni); a claim of another kind is not sized."""
+  out = {}
+  for judged in judgement.claims:
+    claim = judged.claim
+    if judged.verdict != stats.UNDECIDED or claim.kind != "compare":
+      continue
+    family = judgement.primary if claim.primary else judgement.secondary
+    a, b = (records.per_problem(rows[label]["record"], claim.split, claim.metric)
+            for label in (claim.a, claim.b))
+    out[claim.id] = needs(a, b, claim, family.alpha / max(family.size, 1))
+  return out
+
+
 # -- the records ----------------------------------------------------------------------
 
 

@@ -71,7 +71,7 @@ from typing import List, Sequence
 
 from absl import app, flags
 
-from experiments import cli
+from experiments import cli, power
 from experiments.analysis import critics, optimum, recipe, stats
 from experiments.analysis.archive import archive_sweeps, sweep_info, unfinished
 from experiments.analysis import claims as claims_lib
@@ -128,6 +128,37 @@ LAMBDA_NOTE = (
     "primary claims) is judged on the frontier statistic, Poly-EPO's distinct correct "
     "minus the most the λ curve reaches at its pass@1 or more. The plot: "
     "`shaping_lambda.png`.")
+
+
+NEEDS_NOTE = (
+    "What each undecided claim would need (`experiments.power` on these records: the "
+    "variance of its difference split into exercises, seeds and the rest, the observed "
+    f"difference taken as the true one): its chance of a decision now, and the seeds per "
+    f"row, or exercises, that would make it {power.POWER:g}, at the least level its "
+    "family gives a claim.")
+
+
+def needs_lines(needs) -> List[str]:
+  """A markdown bullet per undecided claim: `power.needs` in words."""
+  lines = []
+  for claim_id, need in needs.items():
+    if "not_sized" in need:
+      lines.append(f"- `{claim_id}`: not sized ({need['not_sized']}).")
+      continue
+    exercises, seeds = need["exercises"], need["seeds"]
+    if need["seeds_needed"] is not None:
+      by_seeds = f"{need['seeds_needed']} seeds per row at {exercises} exercises"
+    elif need["never_seeds"]:
+      by_seeds = f"no number of seeds at {exercises} exercises"
+    else:
+      by_seeds = f"more than {power.SEARCH_SEEDS} seeds per row at {exercises} exercises"
+    by_exercises = (f"{need['exercises_needed']} exercises at {seeds} seeds"
+                    if need["exercises_needed"] is not None
+                    else f"more than {power.SEARCH_EXERCISES} exercises at {seeds} seeds")
+    lines.append(f"- `{claim_id}`: difference {need['difference']:+.3f}, chance of a "
+                 f"decision now {need['p_now']:.2f} ({seeds} seeds, {exercises} exercises); "
+                 f"{power.POWER:g} needs {by_seeds}, or {by_exercises}.")
+  return lines
 
 
 def claims_note(judged: claims_lib.Judgement) -> str:
@@ -192,6 +223,9 @@ def markdown(runs: List[RunRecord], sweep_dirs: Sequence[str]) -> str:
         [c for c in judged.claims if c.claim.primary]) + [""]
     lines += ["Secondary:", ""] + claims_lib.bullets(
         [c for c in judged.claims if not c.claim.primary]) + [""]
+    needs = power.undecided_needs(judged, rows)
+    if needs:
+      lines += [NEEDS_NOTE, ""] + needs_lines(needs) + [""]
     if judged.lambda_lines:
       lines += [f"### {title} — reward shaping across λ against Poly-EPO (`test`)", "",
                 LAMBDA_NOTE, ""] + judged.lambda_lines + [""]

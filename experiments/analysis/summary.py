@@ -7,7 +7,8 @@
 "critic": {...}}}: every row of report.md with a key in `experiments.analysis.algorithms`, the
 base model's "forced_accuracy", every preregistered claim of report.md with its
 definition, verdict, the paired interval it rests on, its level and p-values
-(`experiments.analysis.claims`), and "claims_family", how the primary family (across
+(`experiments.analysis.claims`; an undecided one also what `experiments.power` says
+it would need, "needs"), and "claims_family", how the primary family (across
 the domains) and the domain's secondary family are corrected, the optimal strategy mixtures'
 predicted pass@1, distinct correct and shares beside the measured ones
 (`experiments.analysis.optimum`), and the critics' explained variance beside its bound
@@ -18,6 +19,7 @@ time ("recipe", `experiments.analysis.recipe`); numbers rounded to `tables.DECIM
 import json
 from typing import Any, Dict, List
 
+from experiments import power
 from experiments.analysis import algorithms, critics, optimum, recipe
 from experiments.analysis import claims as claims_lib
 from experiments.analysis.records import RunRecord, num_seeds, select_rows, value
@@ -69,7 +71,10 @@ def summary(runs: List[RunRecord]) -> Dict[str, Any]:
           entry["forced_accuracy"] = {n: rounded(a) for n, a in test["forced_accuracy"].items()}
       out[domain][algorithms.BY_LABEL[label].key] = entry
     judged = judged_all[domain]
-    out[domain]["claims"] = [claim.to_json() for claim in judged.claims]
+    needs = power.undecided_needs(judged, rows)
+    out[domain]["claims"] = [dict(claim.to_json(), **(
+        {"needs": _rounded_tree(needs[claim.claim.id])} if claim.claim.id in needs else {}))
+                             for claim in judged.claims]
     out[domain]["claims_family"] = {
         "primary": judged.primary.to_json(), "secondary": judged.secondary.to_json(),
         "registered": claims_lib.registry.RULE["registered"],
@@ -84,6 +89,10 @@ def summary(runs: List[RunRecord]) -> Dict[str, Any]:
     if steps:
       out[domain]["recipe"] = steps
   return out
+
+
+def _rounded_tree(entry: Dict[str, Any]) -> Dict[str, Any]:
+  return {k: rounded(v) if isinstance(v, float) else v for k, v in entry.items()}
 
 
 def summary_json(runs: List[RunRecord]) -> str:

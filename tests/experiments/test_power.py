@@ -353,3 +353,42 @@ def test_no_primary_claims_size_nothing(sweep_dir):
   assert "components" in entry and "sizing" not in entry   # the components all the same
   assert any(line.startswith("close ") for line in lines)
   assert power.to_json(result)   # JSON-ready
+
+
+def test_an_undecided_claim_s_needs_at_its_family_s_level():
+  """Each undecided claim of kind "compare" (and no other) is sized at α/M of its
+  family: its chance now at its records' seeds and exercises, and the fewest seeds
+  (at those exercises) and exercises (at those seeds) that reach POWER."""
+  from experiments.analysis import claims as claims_lib   # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(3)
+  problems = rng.normal(0, 1.0, 40)
+  a = 2.1 + problems + rng.normal(0, 0.05, (6, 1)) + rng.normal(0, 0.5, (6, 40))
+  b = 2.0 + problems + rng.normal(0, 0.05, (5, 1)) + rng.normal(0, 0.5, (5, 40))
+
+  def record(values):
+    return {"test": {"seeds": [{"num_samples": 4, "per_problem": {"distinct_correct": list(v)}}
+                               for v in values]}}
+
+  rows = {"Poly-EPO": {"record": record(a)}, "GRPO": {"record": record(b)}}
+  more = next(c for c in registry.PRIMARY_CLAIMS if c.id == "poly_epo_more_than_grpo")
+  secondary = next(c for c in registry.CLAIMS if c.id == "incorrect_samples_explore")
+  frontier = next(c for c in registry.CLAIMS if c.kind == "frontier")
+  judged = [claims_lib.Judged(more, "", "undecided", (), {}),
+            claims_lib.Judged(frontier, "", "undecided", (), {}),      # not of kind compare
+            claims_lib.Judged(secondary, "", "holds", (), {})]         # decided
+  judgement = claims_lib.Judgement(judged, claims_lib.Family("holm", 0.05, 16, ("m",)),
+                                   claims_lib.Family("bonferroni", 0.05, 40, ("m",)), [])
+  needs = power.undecided_needs(judgement, rows)
+  assert list(needs) == ["poly_epo_more_than_grpo"]
+  need = needs["poly_epo_more_than_grpo"]
+  assert need["difference"] == pytest.approx(a.mean() - b.mean())
+  assert (need["seeds"], need["exercises"]) == (5, 40)
+  c, rule = power.difference_components(a, b), power.rule_of(more)
+  z = power.z_value(0.05 / 16)
+  chance = lambda s, e: float(power.chance(c, rule, z, s, s, e, "bootstrap"))
+  assert need["p_now"] == pytest.approx(float(power.chance(c, rule, z, 6, 5, 40, "bootstrap")))
+  assert need["p_now"] < power.POWER
+  s, e = need["seeds_needed"], need["exercises_needed"]
+  assert chance(s, 40) >= power.POWER > chance(s - 1, 40)
+  assert chance(5, e) >= power.POWER > chance(5, e - 1)
+  assert need["never_seeds"] is False
