@@ -24,8 +24,9 @@ Reads every run under SWEEP_DIR/runs/ (config.json, eval.jsonl, train.jsonl;
                         (`experiments.analysis.optimum`); the critics' explained
                         variance beside the most any critic could explain
                         (`experiments.analysis.critics`);
-                        then each sweep's command, commit, machine and wall time
-                        (`experiments.analysis.archive`).
+                        then each sweep's command, commit, machine and wall time,
+                        and each run's cost: training and each evaluation, in all and
+                        per seed (`experiments.analysis.archive`).
   summary.json          the same numbers and every claim's verdict with the paired
                         interval it rests on, byte-stable (`experiments.analysis.summary`).
   pass_at_k.png         pass@k against k, per domain and split.
@@ -73,7 +74,7 @@ from absl import app, flags
 
 from experiments import cli, power
 from experiments.analysis import critics, optimum, recipe, stats
-from experiments.analysis.archive import archive_sweeps, sweep_info, unfinished
+from experiments.analysis.archive import archive_sweeps, cost_lines, sweep_info, unfinished
 from experiments.analysis import claims as claims_lib
 from experiments.analysis.records import (DISCOVERY_SHARE, DOMAIN_TITLES, RARE_SHARE, RunRecord,
                                  is_complete, load_runs, rare_strategies, require_per_problem,
@@ -237,6 +238,9 @@ def markdown(runs: List[RunRecord], sweep_dirs: Sequence[str]) -> str:
     lines += optimum.section(rows, title)
     lines += critics.section(rows, title)
   lines += ["## Sweeps", ""] + sweep_info(sweep_dirs) + [""]
+  lines += ["What each finished run cost, from its records (a row's seed blocks together; "
+            "wall-clock time on the machine of its sweep, above):", ""]
+  lines += cost_lines([r for r in runs if is_complete(r)]) + [""]
   return "\n".join(lines)
 
 

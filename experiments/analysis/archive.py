@@ -149,7 +149,8 @@ def cost_lines(runs: Sequence[RunRecord]) -> List[str]:
               for e in cost["evaluations"]]
     if not cost["evaluations"]:
       parts.append("its evaluations are not timed in its records")
-    lines.append(f"- `{run.name}` ({seeds} seeds): " + "; ".join(parts))
+    blocks = f" in {len(run.blocks)} runs" if run.blocks else ""
+    lines.append(f"- `{run.name}` ({seeds} seeds{blocks}): " + "; ".join(parts))
   return lines
 
 

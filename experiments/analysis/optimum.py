@@ -43,9 +43,11 @@ NOTE = (
     "expected objective of n i.i.d. samples, each following s with probability w_s and "
     "then correct with probability a_s (`polyepo.mixtures`); its pass@1 is Σ w_s a_s, "
     "its distinct correct strategies among the evaluation's samples Σ_s [1 − (1 − w_s "
-    "a_s)^samples], averaged over the problems. *Base*: with the base model's forced "
-    "accuracies, what the objective would choose from the start; *run*: with the run's "
-    "own, after its execution changed; *measured*: the run's final evaluation. GRPO and "
+    "a_s)^samples], averaged over the problems. *Base* is a prediction: it reads only "
+    "the base model's forced accuracies, known before any training; *run* is a fit, "
+    "not a prediction: it reads the trained run's own, after its execution changed; "
+    "*measured*: the run's final evaluation. The price of diversity is a row's pass@1 "
+    "less GRPO's, each way (below the table). GRPO and "
     "PPO maximise the mean reward, whose optimum (all samples on the most accurate "
     "applicable strategy) does not depend on n (written 1). A strategy without a "
     "forced accuracy is never chosen; DEGENERATE samples are not modelled. The model "
@@ -156,7 +158,36 @@ def section(rows: Dict[str, Dict[str, Any]], title: str) -> List[str]:
     cells += [_largest(part) for part in parts]
     lines.append("| " + " | ".join(cells) + " |")
   return [f"### {title} — the price of diversity, predicted (`{SPLIT}`)", "", NOTE, "",
-          *lines, ""]
+          *lines, "", *price_lines(predicted)]
+
+
+def prices(predicted: Dict[str, Dict[str, Any]], reference: str = "GRPO"
+           ) -> Dict[str, Dict[str, Optional[float]]]:
+  """{row label: {"predicted", "fitted", "measured"}}: each row's pass@1 less
+  `reference`'s, from the base model's forced accuracies, from the runs' own, and
+  as evaluated (None where a side has no forced accuracies); {} without `reference`."""
+  if reference not in predicted:
+    return {}
+  ref = predicted[reference]
+  out = {}
+  for label, p in predicted.items():
+    if label == reference:
+      continue
+    out[label] = {name: (None if p[part] is None or ref[part] is None
+                         else p[part]["pass@1"] - ref[part]["pass@1"])
+                  for name, part in (("predicted", "from_base"), ("fitted", "from_run"),
+                                     ("measured", "measured"))}
+  return out
+
+
+def price_lines(predicted: Dict[str, Dict[str, Any]]) -> List[str]:
+  """A bullet per row: its price of diversity in pass@1 against GRPO, predicted, fitted
+  and measured; [] without GRPO."""
+  number = lambda x: "–" if x is None else f"{x:+.3f}"
+  lines = [f"- {label}: pass@1 − GRPO's predicted from the base model {number(p['predicted'])}, "
+           f"fitted to the runs {number(p['fitted'])}, measured {number(p['measured'])}."
+           for label, p in prices(predicted).items()]
+  return lines + [""] if lines else []
 
 
 def _rounded(part: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
@@ -169,9 +200,17 @@ def _rounded(part: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
 
 def summary(rows: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
   """summary.json's "predicted_optimum": {algorithm key: {"objective", "set_size",
-  "from_base", "from_run", "measured"}}, rows with a key in `experiments.analysis.algorithms`,
-  numbers rounded (`tables.rounded`)."""
-  return {algorithms.BY_LABEL[label].key: {
-      "objective": p["objective"], "set_size": p["set_size"],
-      **{part: _rounded(p[part]) for part in ("from_base", "from_run", "measured")}}
-          for label, p in predictions(rows).items() if label in algorithms.BY_LABEL}
+  "from_base", "from_run", "measured", and beside GRPO "pass@1_minus_grpo" (`prices`)}},
+  rows with a key in `experiments.analysis.algorithms`, numbers rounded (`tables.rounded`)."""
+  predicted = predictions(rows)
+  price = prices(predicted)
+  out = {}
+  for label, p in predicted.items():
+    if label not in algorithms.BY_LABEL:
+      continue
+    entry = {"objective": p["objective"], "set_size": p["set_size"],
+             **{part: _rounded(p[part]) for part in ("from_base", "from_run", "measured")}}
+    if label in price:
+      entry["pass@1_minus_grpo"] = {k: rounded(v) for k, v in price[label].items()}
+    out[algorithms.BY_LABEL[label].key] = entry
+  return out

@@ -100,6 +100,18 @@ def test_mean_reward_row_predicts_each_problems_best_strategy(sweep):
   assert entry["grpo"]["measured"]["strategy_share"] == {
       n: round(s, 4) for n, s in record["mean"]["strategy_share"].items()}
   assert entry["poly_epo"]["from_base"]["strategy_share"]["factor_out"] == 0.0  # unknown
+  # The price of diversity: Poly-EPO's pass@1 less GRPO's, predicted from the base
+  # model (before training), fitted to the runs' forced accuracies, and measured.
+  poly = predicted["Poly-EPO"]
+  price = {"predicted": poly["from_base"]["pass@1"] - expected["from_base"][0],
+           "fitted": poly["from_run"]["pass@1"] - expected["from_run"][0],
+           "measured": poly["measured"]["pass@1"] - measured}
+  assert optimum.prices(predicted)["Poly-EPO"] == pytest.approx(price, abs=1e-6)
+  assert (f"- Poly-EPO: pass@1 − GRPO's predicted from the base model "
+          f"{price['predicted']:+.3f}, fitted to the runs {price['fitted']:+.3f}, measured "
+          f"{price['measured']:+.3f}.") in lines
+  assert entry["poly_epo"]["pass@1_minus_grpo"] == {k: round(v, 4) for k, v in price.items()}
+  assert "pass@1_minus_grpo" not in entry["grpo"]
 
 
 @pytest.mark.slow
