@@ -193,9 +193,9 @@ def test_a_sweep_keeps_its_finished_runs_and_a_fresh_machine_restores_them(tiny_
   for name in names:   # records only, the same as the sweep's
     assert sorted(os.listdir(keep_dir / "runs" / name)) == [
         "config.json", "eval.jsonl.gz", "train.jsonl.gz"]
-    for records in ("train", "eval"):
-      assert _records(keep_dir / "runs" / name / f"{records}.jsonl.gz") == _records(
-          sweep_dir / "runs" / name / f"{records}.jsonl"), (name, records)
+    for kind in ("train", "eval"):
+      assert _records(keep_dir / "runs" / name / f"{kind}.jsonl.gz") == _records(
+          sweep_dir / "runs" / name / f"{kind}.jsonl"), (name, kind)
   kept_log = writers.read_jsonl(str(keep_dir / "sweep.jsonl"))
   assert kept_log == writers.read_jsonl(str(sweep_dir / "sweep.jsonl"))
   fresh = tmp_path / "fresh"
