@@ -255,15 +255,8 @@ def prepare_sweep_dir(sweep_dir: str, runs: List[RunSpec], overwrite: bool) -> N
   writers.write_json_atomically(path, manifest, sort_keys=True)
 
 
-def restore_kept(keep_dir: str, sweep_dir: str, runs: List[RunSpec]) -> List[str]:
-  """Copies into `sweep_dir` each run of `runs` that `keep_dir` holds finished and
-  `sweep_dir` does not hold at all, and the sweep's log (sweep.jsonl) when
-  `sweep_dir` has none, so that its wall time adds up across machines; returns
-  the names restored.
-
-  Raises:
-    FileExistsError: `keep_dir` keeps a different sweep.
-  """
+def check_keep_dir(keep_dir: str, runs: List[RunSpec]) -> None:
+  """Raises FileExistsError if `keep_dir` keeps a different sweep's runs."""
   path = os.path.join(keep_dir, "sweep.json")
   if os.path.exists(path):
     with open(path) as f:
@@ -271,6 +264,13 @@ def restore_kept(keep_dir: str, sweep_dir: str, runs: List[RunSpec]) -> List[str
     if _without_extendable(kept) != _without_extendable({"runs": [r._asdict() for r in runs]}):
       raise FileExistsError(f"--keep_dir={keep_dir!r} keeps a different sweep's runs; give "
                             f"this sweep a directory of its own.")
+
+
+def restore_kept(keep_dir: str, sweep_dir: str, runs: List[RunSpec]) -> List[str]:
+  """Copies into `sweep_dir` each run of `runs` that `keep_dir` holds finished and
+  `sweep_dir` does not hold at all, and the sweep's log (sweep.jsonl) when
+  `sweep_dir` has none, so that its wall time adds up across machines; returns
+  the names restored. `check_keep_dir` first."""
   os.makedirs(os.path.join(sweep_dir, "runs"), exist_ok=True)
   log = os.path.join(keep_dir, "sweep.jsonl")
   if os.path.exists(log) and not os.path.exists(os.path.join(sweep_dir, "sweep.jsonl")):
@@ -478,6 +478,8 @@ def main(argv):
   selected = select_runs(runs, _ONLY.value)
   sweep_name = os.path.splitext(os.path.basename(_SWEEP.value.partition(":")[0]))[0]
   sweep_dir = _SWEEP_DIR.value or os.path.join("runs", "sweeps", sweep_name)
+  if _KEEP_DIR.value:
+    check_keep_dir(_KEEP_DIR.value, runs)   # before anything is written
   prepare_sweep_dir(sweep_dir, runs, _OVERWRITE.value)
   if _KEEP_DIR.value:
     restored = restore_kept(_KEEP_DIR.value, sweep_dir, runs)

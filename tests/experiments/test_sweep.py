@@ -215,6 +215,7 @@ def test_a_sweep_keeps_its_finished_runs_and_a_fresh_machine_restores_them(tiny_
   result = run_sweep([f"--sweep={other}", f"--sweep_dir={tmp_path / 'o'}",
                       f"--keep_dir={keep_dir}"], cache)
   assert result.returncode != 0 and "keeps a different sweep's runs" in result.stderr
+  assert not (tmp_path / "o").exists()   # refused before anything was written
 
 
 def test_a_run_archived_with_gzipped_records_counts_as_finished(tmp_path):
