@@ -352,6 +352,18 @@ MUTANTS = (
            "the primary family's step-down drops a refuted claim although its holding null "
            "may be true (plain Holm over each claim's smaller p-value)"),
     # -- experiments/analysis/records.py --------------------------------------------------
+    Mutant("seed_blocks_mean_their_means", "experiments/analysis/records.py",
+           'out[split] = {"mean": evaluate.mean_over_seeds(seeds), "seeds": seeds}',
+           'out[split] = {"mean": evaluate.mean_over_seeds([r[split]["mean"] for r in records]),'
+           ' "seeds": seeds}',
+           ("tests/experiments/analysis/test_records.py",),
+           "a row joined from seed blocks averages its blocks' means, a seed of a smaller "
+           "block weighing more"),
+    Mutant("seed_blocks_overlap", "experiments/analysis/records.py",
+           "      if _seeds(a).stop > _seeds(b).start:",
+           "      if False:",
+           ("tests/experiments/analysis/test_records.py",),
+           "a seed trained twice joins its row twice"),
     Mutant("tuning_chooses_on_test", "configs/claims.py",
            '    split="validation",\n    criterion="pass@1",',
            '    split="test",\n    criterion="pass@1",',
