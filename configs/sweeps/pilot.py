@@ -14,9 +14,9 @@ with `seeds` seeds from FIRST_SEED (apart from tuning's 0.. and the comparison's
 comparison's `steps`, and evaluates `validation`, `test` and `ood` on
 EVAL_EXERCISES exercises each (every exercise of a TFDS split, `envs.datasets`)
 × 64 samples at the end; the GRPO run also evaluates the base model (step 0), so
-the claims against the base model are sized too. Its runs and their power
-analysis are in results/pilot; the size it registered is in configs/claims.py
-(`RULE`, "The size").
+the claims against the base model are sized too. Its runs (rerun on the final base
+models into pilot-v2-<domain>) and their power analysis are in results/pilot; the
+size it registered is in configs/claims.py (`RULE`, "The size").
 
 Config string: domains=all|multiplication|polynomial_roots,
 chosen=results/tuning/chosen.json, seeds=5, steps=300, size=default (smoke: the

@@ -50,8 +50,8 @@ def test_the_committed_pilot_regenerates_from_its_records(tmp_path):
     plan = json.load(f)
   sweeps = sorted(os.path.join(pilot_dir, d) for d in os.listdir(pilot_dir)
                   if os.path.isfile(os.path.join(pilot_dir, d, "sweep.json")))
-  assert [os.path.basename(s) for s in sweeps] == ["pilot-multiplication",
-                                                   "pilot-polynomial_roots"]
+  assert [os.path.basename(s) for s in sweeps] == ["pilot-v2-multiplication",
+                                                   "pilot-v2-polynomial_roots"]
   result = subprocess.run(
       [sys.executable, "-m", "experiments.power", *sweeps, f"--claims={plan['mode']}",
        f"--width={plan['width']}", "--exercises=" + ",".join(map(str, plan["exercises"])),
