@@ -93,12 +93,14 @@ def _lines(runs, rows, domain):
 def section(runs: Sequence[RunRecord], rows: Dict[str, Dict[str, Any]], title: str) -> List[str]:
   """report.md's lines: heading, NOTE and the table; [] without a step or a release row
   to set beside Poly-EPO."""
-  domain = rows[ROW]["run"].domain if ROW in rows else None
-  if domain is None or not (steps(runs, rows, domain) or RELEASE in rows):
+  if ROW not in rows:
+    return []
+  entries = _lines(runs, rows, rows[ROW]["run"].domain)
+  if len(entries) == 1:   # Poly-EPO alone
     return []
   header = ["", "seeds"] + [h for _, name in METRICS for h in (name, "− Poly-EPO")]
   table = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-  for label, record, cells in _lines(runs, rows, domain):
+  for label, record, cells in entries:
     parts = [label, str(num_seeds(record, "test"))]
     for _, mean, difference in cells:
       parts += ["—" if mean is None else f"{mean.mean:.3f} [{mean.low:.3f}, {mean.high:.3f}]",
@@ -114,11 +116,8 @@ def summary(runs: Sequence[RunRecord], rows: Dict[str, Dict[str, Any]]) -> Dict[
   "field=value", the release's by its key; {} where `section` has no table."""
   if ROW not in rows:
     return {}
-  domain = rows[ROW]["run"].domain
-  if not (steps(runs, rows, domain) or RELEASE in rows):
-    return {}
   out = {}
-  for label, record, cells in _lines(runs, rows, domain)[1:]:
+  for label, record, cells in _lines(runs, rows, rows[ROW]["run"].domain)[1:]:
     name = (algorithms.BY_LABEL[label].key if label == RELEASE
             else label.replace("`", "").replace(" = ", "="))
     entry: Dict[str, Any] = {"seeds": num_seeds(record, "test")}
