@@ -12,9 +12,11 @@ should notice it (default selection: a mutant whose killer is a slow test
 ends its tests with `*WITH_SLOW`). A mutant is *killed* when pytest
 fails and *survives* when it passes; survivors are listed at the end and make
 the exit status 1. The unmutated copy runs first and must pass, and must import
-the copy's packages, not the checkout's. The copies share the tests' XLA
-compilation cache (tests/conftest.py), so run it after the suites have warmed it
-(its time: docs/testing.md#how-long-ci-takes).
+the copy's packages, not the checkout's. The mutants run in `--lanes` copies side
+by side, one pytest process each (a process per mutant pays for importing JAX and
+collecting the tests once; xdist workers would pay it again each). The copies share
+the tests' XLA compilation cache (tests/conftest.py), so run it after the suites
+have warmed it (its time: docs/testing.md#how-long-ci-takes).
 """
 
 import argparse
@@ -22,7 +24,9 @@ import os
 import shutil
 import subprocess
 import sys
+import queue
 import tempfile
+import threading
 import time
 from typing import NamedTuple, Sequence, Tuple
 
@@ -474,6 +478,57 @@ def pytest(root: str, args: Sequence[str], workers: int, timeout: int):
           failed[0] if failed else "\n".join(lines[-3:]))
 
 
+def prepare(root: str, chosen: Sequence[Mutant]) -> None:
+  """Copies the repository to `root` and checks it before anything runs: every
+  chosen snippet is present once, and the copy imports its own packages."""
+  copy_repository(root)
+  for m in chosen:
+    with open(os.path.join(root, m.path)) as f:
+      if f.read().count(m.old) != 1:
+        apply(m, root)  # raises, naming the mutant
+  where = subprocess.run(
+      [sys.executable, "-c", "import polyepo, experiments; print(polyepo.__file__); "
+       "print(experiments.__path__[0])"], cwd=root, capture_output=True, text=True)
+  if not all(line.startswith(root) for line in where.stdout.split()):
+    raise RuntimeError(f"the copy imports packages from elsewhere:\n{where.stdout}{where.stderr}")
+
+
+def run_lanes(roots: Sequence[str], chosen: Sequence[Mutant], full: bool, timeout: int):
+  """Runs each mutant in the first free copy of `roots`, printing each verdict as it
+  comes; returns the survivors in `chosen`'s order."""
+  todo = queue.Queue()
+  for i, m in enumerate(chosen):
+    todo.put((i, m))
+  survived, done, lock = set(), [0], threading.Lock()
+
+  def lane(root):
+    while True:
+      try:
+        i, m = todo.get_nowait()
+      except queue.Empty:
+        return
+      original = apply(m, root)
+      try:
+        passed, seconds, tail = pytest(root, [] if full else m.tests, 1, timeout)
+      finally:
+        with open(os.path.join(root, m.path), "w") as f:
+          f.write(original)
+      with lock:
+        done[0] += 1
+        verdict = "SURVIVED" if passed else f"killed by {tail}"
+        print(f"[{done[0]}/{len(chosen)}] {m.name}: {verdict} ({seconds:.0f} s)\n"
+              f"    {m.breaks}", flush=True)
+        if passed:
+          survived.add(i)
+
+  threads = [threading.Thread(target=lane, args=(root,)) for root in roots]
+  for t in threads:
+    t.start()
+  for t in threads:
+    t.join()
+  return [m for i, m in enumerate(chosen) if i in survived]
+
+
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -481,13 +536,18 @@ def main(argv=None) -> int:
   parser.add_argument("--list", action="store_true", help="list the mutants and exit")
   parser.add_argument("--full", action="store_true",
                       help="run the whole default suite against each mutant (slow)")
-  parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers")
+  parser.add_argument("--lanes", type=int, default=2,
+                      help="mutants run side by side, each in its own copy (one core each)")
+  parser.add_argument("--workers", type=int, default=2,
+                      help="pytest-xdist workers of the unmutated copy's run")
   parser.add_argument("--timeout", type=int, default=1800, help="seconds per pytest run")
   args = parser.parse_args(argv)
   if args.list:
     for m in MUTANTS:
       print(f"{m.name:40s} {m.path:24s} {m.breaks}")
     return 0
+  if args.lanes < 1 or args.workers < 1:
+    parser.error(f"--lanes and --workers must be at least 1, not {args.lanes} and {args.workers}")
   known = {m.name: m for m in MUTANTS}
   unknown = [n for n in args.names if n not in known]
   if unknown:
@@ -495,41 +555,21 @@ def main(argv=None) -> int:
   chosen = [known[n] for n in args.names] or list(MUTANTS)
 
   with tempfile.TemporaryDirectory(prefix="polyepo-mutants-") as tmp:
-    root = os.path.join(tmp, "repo")
-    copy_repository(root)
-    for m in chosen:  # every snippet is present before anything runs
-      with open(os.path.join(root, m.path)) as f:
-        if f.read().count(m.old) != 1:
-          apply(m, root)  # raises, naming the mutant
-    where = subprocess.run(
-        [sys.executable, "-c", "import polyepo, experiments; print(polyepo.__file__); "
-         "print(experiments.__path__[0])"], cwd=root, capture_output=True, text=True)
-    if not all(line.startswith(root) for line in where.stdout.split()):
-      raise RuntimeError(f"the copy imports packages from elsewhere:\n{where.stdout}{where.stderr}")
+    roots = [os.path.join(tmp, f"repo{i}") for i in range(min(args.lanes, len(chosen)))]
+    for root in roots:
+      prepare(root, chosen)
     files = sorted({a for m in chosen for a in m.tests if a.startswith("tests/")})
     baseline = [] if args.full else files
     print(f"unmutated copy: pytest {' '.join(baseline) or '(default suite)'}", flush=True)
-    ok, seconds, tail = pytest(root, baseline, args.workers, args.timeout)
+    ok, seconds, tail = pytest(roots[0], baseline, args.workers, args.timeout)
     if not ok:
       print(f"the unmutated tests fail ({seconds:.0f} s):\n{tail}")
       return 2
     print(f"  passed in {seconds:.0f} s\n", flush=True)
-
-    survivors = []
-    for i, m in enumerate(chosen):
-      original = apply(m, root)
-      try:
-        tests = [] if args.full else list(m.tests)
-        passed, seconds, tail = pytest(root, tests, args.workers, args.timeout)
-      finally:
-        with open(os.path.join(root, m.path), "w") as f:
-          f.write(original)
-      verdict = "SURVIVED" if passed else f"killed by {tail}"
-      print(f"[{i + 1}/{len(chosen)}] {m.name}: {verdict} ({seconds:.0f} s)\n"
-            f"    {m.breaks}", flush=True)
-      if passed:
-        survivors.append(m)
-  print(f"\n{len(chosen) - len(survivors)} of {len(chosen)} mutants killed.")
+    tic = time.perf_counter()
+    survivors = run_lanes(roots, chosen, args.full, args.timeout)
+  print(f"\n{len(chosen) - len(survivors)} of {len(chosen)} mutants killed "
+        f"({time.perf_counter() - tic:.0f} s in {len(roots)} lanes).")
   if survivors:
     print("Survivors (no test notices them):")
     for m in survivors:

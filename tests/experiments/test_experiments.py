@@ -55,9 +55,25 @@ def _smoke(name, domain, cache, tmp_path):
   return workdir, result
 
 
-# The main job's algorithm runs end to end in the default suite; the others are slow.
+@pytest.mark.parametrize("name", CONFIGS)
+def test_each_config_runs_its_algorithm_under_its_label(name):
+  """What _smoke checks in a run's config.json, for every config without training."""
+  import importlib  # pylint: disable=g-import-not-at-top
+  from experiments.analysis import algorithms  # pylint: disable=g-import-not-at-top
+  config = importlib.import_module(f"configs.{name}").get_config("size=smoke")
+  label = algorithms.label_of(config.algorithm.to_dict(), config.train.to_dict())
+  assert (config.algorithm.name, label) == ALGORITHMS[name]
+
+
+# The main job's algorithm runs end to end in the default suite; the algorithms no
+# other end-to-end test runs are slow. GRPO runs in test_the_domain_override_...,
+# GRPO and reward shaping in the tiny sweep (test_sweep.py), Poly-PPO on
+# polynomial_roots below: the configs do not depend on the domain.
+SMOKED = ("poly_epo", "pass_at_k", "ppo", "poly_epo_official", "dr_grpo")
+
+
 @pytest.mark.parametrize("name", [n if n == "poly_epo" else pytest.param(n, marks=pytest.mark.slow)
-                                  for n in CONFIGS])
+                                  for n in SMOKED])
 def test_smoke_run_of_every_config(name, cache, tmp_path):
   workdir, result = _smoke(name, "multiplication", cache, tmp_path)
   assert "pass@k" in result.stdout
@@ -108,24 +124,15 @@ def test_smoke_run_with_bfloat16_matmuls(cache, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [c for c in CONFIGS if c not in ("ppo", "poly_ppo", *RECIPES)])
-def test_smoke_run_polynomial_roots(name, cache, tmp_path):
-  _smoke(name, "polynomial_roots", cache, tmp_path)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", ["ppo", "poly_ppo"])
-def test_smoke_run_of_the_critic_configs_on_polynomial_roots(name, cache, tmp_path):
-  """PPO and Poly-PPO on the second domain; Poly-PPO logs its rollout states, vine
-  tokens, value loss, explained variance and the advantage spread at rollout
-  states and elsewhere."""
-  workdir, _ = _smoke(name, "polynomial_roots", cache, tmp_path)
+def test_smoke_run_of_poly_ppo_on_polynomial_roots(cache, tmp_path):
+  """Poly-PPO on the second domain (its vines cut responses at that domain's step
+  boundaries) logs its rollout states, vine tokens, value loss, explained
+  variance and the advantage spread at rollout states and elsewhere."""
+  workdir, _ = _smoke("poly_ppo", "polynomial_roots", cache, tmp_path)
   record = json.loads(open(workdir / "train.jsonl").readline())
-  assert {"value_loss", "explained_variance", "advantage_std"} <= set(record)
-  if name == "poly_ppo":
-    assert {"rollout_states", "vine_tokens", "advantage_std_rollout",
-            "advantage_std_other"} <= set(record)
-    assert 1 <= record["rollout_states"] <= 2
+  assert {"value_loss", "explained_variance", "advantage_std", "rollout_states", "vine_tokens",
+          "advantage_std_rollout", "advantage_std_other"} <= set(record)
+  assert 1 <= record["rollout_states"] <= 2
 
 
 @pytest.mark.slow

@@ -36,49 +36,28 @@ def _attempts(log_path):
 
 
 @pytest.mark.slow
-def test_a_ray_sweep_records_what_the_local_launcher_records(tiny_sweep, tmp_path):
-  """The tiny sweep through --launcher=ray: every run's records equal the local
-  launcher's (tiny_sweep ran it with --parallel=2), sweep.jsonl names each run's
-  node, and the same command again skips all three runs without starting Ray."""
+def test_a_ray_sweep_records_what_the_local_launcher_records_through_a_dead_worker(
+    tiny_sweep, tmp_path):
+  """The tiny sweep through --launcher=ray, with SIGKILL sent to the Ray worker of
+  one running run after its step-2 checkpoint: that run's process dies with it,
+  Ray retries the task and the retry resumes from the checkpoint. Every run's
+  records equal the local launcher's (tiny_sweep ran it with --parallel=2),
+  sweep.jsonl names each run's node, and the same command again skips all three
+  runs without starting Ray."""
   path, local_dir, cache = tiny_sweep
   sweep_dir = tmp_path / "ray"
-  result = run_sweep([f"--sweep={path}", f"--sweep_dir={sweep_dir}", "--launcher=ray"], cache)
-  assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-  names = sorted(os.listdir(local_dir / "runs"))
-  assert sorted(os.listdir(sweep_dir / "runs")) == names
-  for name in names:
-    for record in RUN_FILES:
-      assert (_records(sweep_dir / "runs" / name / record)
-              == _records(local_dir / "runs" / name / record)), (name, record)
-    assert len(_attempts(sweep_dir / "logs" / f"{name}.log")) == 1
-  events = [json.loads(l) for l in open(sweep_dir / "sweep.jsonl")]
-  runs = [e for e in events if e["event"] == "run"]
-  assert sorted(e["name"] for e in runs) == names
-  assert all(e["returncode"] == 0 and e["node"] for e in runs)
-  again = run_sweep([f"--sweep={path}", f"--sweep_dir={sweep_dir}", "--launcher=ray"], cache)
-  assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-  assert again.stdout.count("skip ") == 3 and "submitting" not in again.stdout
-
-
-@pytest.mark.slow
-def test_a_run_whose_ray_worker_dies_is_retried_and_resumes(tiny_sweep, tmp_path):
-  """SIGKILL to the Ray worker of a running run, after its step-2 checkpoint:
-  the run's process dies with it, Ray retries the task, the retry resumes from
-  the checkpoint, and the records equal the uninterrupted run's."""
-  path, local_dir, cache = tiny_sweep
-  sweep_dir = tmp_path / "ray"
-  name = "grpo-smoke"
+  killed = "grpo-smoke"
   process = subprocess.Popen(
       [sys.executable, "-m", "experiments.sweep", f"--sweep={path}", f"--sweep_dir={sweep_dir}",
-       f"--only={name}", "--launcher=ray"], cwd=ROOT, env=env(cache), stdout=subprocess.PIPE,
+       "--launcher=ray"], cwd=ROOT, env=env(cache), stdout=subprocess.PIPE,
       stderr=subprocess.STDOUT, text=True)
   try:
-    checkpoint = sweep_dir / "runs" / name / "checkpoints" / "2"
+    checkpoint = sweep_dir / "runs" / killed / "checkpoints" / "2"
     deadline = time.time() + 1200
     while not checkpoint.exists():
       assert process.poll() is None and time.time() < deadline, process.stdout.read()[-3000:]
       time.sleep(0.1)
-    header = _attempts(sweep_dir / "logs" / f"{name}.log")[0].splitlines()[0]
+    header = _attempts(sweep_dir / "logs" / f"{killed}.log")[0].splitlines()[0]
     worker = int(header.split("worker pid ")[1].split(",")[0])
     os.kill(worker, signal.SIGKILL)
     output, _ = process.communicate(timeout=1200)
@@ -86,13 +65,24 @@ def test_a_run_whose_ray_worker_dies_is_retried_and_resumes(tiny_sweep, tmp_path
     if process.poll() is None:
       process.kill()
   assert process.returncode == 0, output[-3000:]
-  attempts = _attempts(sweep_dir / "logs" / f"{name}.log")
-  assert len(attempts) == 2, output[-3000:]
-  assert "no checkpoint to resume from" not in attempts[1]
-  for record in RUN_FILES:
-    assert (_records(sweep_dir / "runs" / name / record)
-            == _records(local_dir / "runs" / name / record)), record
-  assert sweep.is_finished(str(sweep_dir / "runs" / name))
+  names = sorted(os.listdir(local_dir / "runs"))
+  assert sorted(os.listdir(sweep_dir / "runs")) == names
+  for name in names:
+    for record in RUN_FILES:
+      assert (_records(sweep_dir / "runs" / name / record)
+              == _records(local_dir / "runs" / name / record)), (name, record)
+    attempts = _attempts(sweep_dir / "logs" / f"{name}.log")
+    assert len(attempts) == (2 if name == killed else 1), (name, output[-3000:])
+    if name == killed:
+      assert "no checkpoint to resume from" not in attempts[1]
+    assert sweep.is_finished(str(sweep_dir / "runs" / name))
+  events = [json.loads(l) for l in open(sweep_dir / "sweep.jsonl")]
+  runs = [e for e in events if e["event"] == "run"]
+  assert sorted(e["name"] for e in runs) == names
+  assert all(e["returncode"] == 0 and e["node"] for e in runs)
+  again = run_sweep([f"--sweep={path}", f"--sweep_dir={sweep_dir}", "--launcher=ray"], cache)
+  assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+  assert again.stdout.count("skip ") == 3 and "submitting" not in again.stdout
 
 
 @pytest.fixture

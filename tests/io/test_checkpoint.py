@@ -48,7 +48,8 @@ LOAD = textwrap.dedent("""
 
 def _python(script, device_count, *args):
   env = dict(os.environ, JAX_PLATFORMS="cpu",
-             XLA_FLAGS=f"--xla_force_host_platform_device_count={device_count}")
+             XLA_FLAGS=os.environ["XLA_FLAGS"]
+             + f" --xla_force_host_platform_device_count={device_count}")
   root = repo.ROOT
   result = subprocess.run([sys.executable, "-c", script, *args], cwd=root, env=env,
                           capture_output=True, text=True, timeout=300)

@@ -60,7 +60,7 @@ SCRIPT = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_four_devices_match_one_device():
-  env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
+  env = dict(os.environ, XLA_FLAGS=os.environ["XLA_FLAGS"] + " --xla_force_host_platform_device_count=4",
              JAX_PLATFORMS="cpu")
   root = repo.ROOT
   result = subprocess.run([sys.executable, "-c", SCRIPT], cwd=root, env=env,
