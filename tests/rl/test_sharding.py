@@ -60,8 +60,8 @@ SCRIPT = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_four_devices_match_one_device():
-  env = dict(os.environ, XLA_FLAGS=os.environ["XLA_FLAGS"] + " --xla_force_host_platform_device_count=4",
-             JAX_PLATFORMS="cpu")
+  env = dict(os.environ, JAX_PLATFORMS="cpu",
+             XLA_FLAGS=os.environ["XLA_FLAGS"] + " --xla_force_host_platform_device_count=4")
   root = repo.ROOT
   result = subprocess.run([sys.executable, "-c", SCRIPT], cwd=root, env=env,
                           capture_output=True, text=True, timeout=600)
