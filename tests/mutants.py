@@ -11,8 +11,8 @@ temporary copy of the repository, then runs pytest there on the tests that
 should notice it (default selection: a mutant whose killer is a slow test
 ends its tests with `*WITH_SLOW`). A mutant is *killed* when pytest
 fails and *survives* when it passes; survivors are listed at the end and make
-the exit status 1. The unmutated copy runs first and must pass, and must import
-the copy's packages, not the checkout's. The mutants run in `--lanes` copies side
+the exit status 1. The unmutated copy runs every chosen mutant's tests first (slow
+ones too) and must pass, and must import the copy's packages, not the checkout's. The mutants run in `--lanes` copies side
 by side, one pytest process each (a process per mutant pays for importing JAX and
 collecting the tests once; xdist workers would pay it again each). The copies share
 the tests' XLA compilation cache (tests/conftest.py), so run it after the suites
@@ -603,8 +603,10 @@ def main(argv=None) -> int:
     for root in roots:
       prepare(root, chosen)
     files = sorted({a for m in chosen for a in m.tests if a.startswith("tests/")})
-    baseline = [] if args.full else files
-    print(f"unmutated copy: pytest {' '.join(baseline) or '(default suite)'}", flush=True)
+    # Every killer, slow ones too: each must pass unmutated for its failure to count.
+    baseline = [] if args.full else [*files, *WITH_SLOW]
+    print(f"unmutated copy: pytest {' '.join(files) if baseline else '(default suite)'}",
+          flush=True)
     ok, seconds, tail = pytest(roots[0], baseline, args.workers, args.timeout)
     if not ok:
       print(f"the unmutated tests fail ({seconds:.0f} s):\n{tail}")
