@@ -5,9 +5,9 @@ import os
 import tempfile
 
 # The tests compile far more than they compute (tiny models, hundreds of programs,
-# most compiled once): with LLVM's optimisation off, a cold run of the slow RL and
-# pretraining tests took 257 s instead of 406 s (docs/testing.md#how-long-ci-takes).
-# Set before JAX starts its backend; the subprocesses the tests start inherit it.
+# most compiled once), so LLVM's optimisation costs them more than it saves
+# (docs/testing.md#how-long-ci-takes). Set before JAX starts its backend; the
+# subprocesses the tests start inherit it.
 if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
   os.environ["XLA_FLAGS"] = " ".join(
       [os.environ.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0"]).strip()

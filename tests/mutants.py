@@ -12,11 +12,12 @@ should notice it (default selection: a mutant whose killer is a slow test
 ends its tests with `*WITH_SLOW`). A mutant is *killed* when pytest
 fails and *survives* when it passes; survivors are listed at the end and make
 the exit status 1. The unmutated copy runs every chosen mutant's tests first (slow
-ones too) and must pass, and must import the copy's packages, not the checkout's. The mutants run in `--lanes` copies side
-by side, one pytest process each (a process per mutant pays for importing JAX and
-collecting the tests once; xdist workers would pay it again each). The copies share
-the tests' XLA compilation cache (tests/conftest.py), so run it after the suites
-have warmed it (its time: docs/testing.md#how-long-ci-takes).
+ones too) and must pass, and must import the copy's packages, not the checkout's.
+The mutants run in `--lanes` copies side by side, one pytest process each (a
+process per mutant pays for importing JAX and collecting the tests once; xdist
+workers would pay it again each). The copies share the tests' XLA compilation
+cache (tests/conftest.py), so run it after the suites have warmed it (its time:
+docs/testing.md#how-long-ci-takes).
 """
 
 import argparse
