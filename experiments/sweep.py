@@ -79,7 +79,6 @@ _KEEP_DIR = flags.DEFINE_string(
     "sweep.jsonl, on storage that outlives this machine: the same sweep on a fresh machine, "
     "given the same --keep_dir, restores them and skips those runs. experiments.report "
     "reads it as a sweep directory.")
-flags.mark_flags_as_required(["sweep"])
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -507,4 +506,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+  flags.mark_flags_as_required(["sweep"])  # here: experiments.comparison imports the module
   cli.run(main)

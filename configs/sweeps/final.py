@@ -29,6 +29,8 @@ row), size=default (smoke: the whole flow in
 minutes; a chosen set size keeps its n, headline.fit_smoke).
 """
 
+import itertools
+
 from configs import choices, claims
 from configs.sweeps import headline, tuning
 
@@ -66,22 +68,24 @@ def seed_blocks(overrides, block: int):
 def chosen_runs(chosen, domain: str, shared, size: str, keys=None, primary_seeds=None,
                 block: int = 0):
   """Sweep entries training each choice of a domain's `chosen` (all, or those of
-  `keys`), in key order, with `shared` overrides, and `primary_seeds` seeds (if
-  given) for a row a primary claim compares, in runs of `block` seeds
-  (`seed_blocks`); BASE_RUN's runs also evaluate the base model."""
+  `keys`), with `shared` overrides, and `primary_seeds` seeds (if given) for a
+  row a primary claim compares, in runs of `block` seeds (`seed_blocks`);
+  BASE_RUN's runs also evaluate the base model. Every row's first block comes
+  first (rows in key order), then every second block, and so on: a sweep stopped
+  early leaves each row with as many seeds as it can."""
   config_string = f"domain={domain},size={size}"
   primary = {a.key for a in tuning.ALGORITHMS if a.label in claims.primary_rows()}
-  runs = []
+  rows = []
   for key, entry in sorted(chosen.items()):
     if keys is not None and key not in keys:
       continue
     overrides = dict(shared, **entry["overrides"], **{"run.eval_at_start": key == BASE_RUN})
     if primary_seeds is not None and key in primary:
       overrides["run.num_seeds"] = primary_seeds
-    runs += [(entry["config_file"], config_string,
-              headline.fit_smoke(entry["config_file"], config_string, run, size))
-             for run in seed_blocks(overrides, block)]
-  return runs
+    rows.append([(entry["config_file"], config_string,
+                  headline.fit_smoke(entry["config_file"], config_string, run, size))
+                 for run in seed_blocks(overrides, block)])
+  return [run for blocks in itertools.zip_longest(*rows) for run in blocks if run is not None]
 
 
 def get_sweep(arg=None):

@@ -417,6 +417,11 @@ def test_tuning_files_feed_the_final_and_lambda_sweeps(tmp_path):
                            sort_keys=True)}   # the blocks differ in their seeds alone
   assert rule["seeds_primary"] >= 15 and rule["seeds"] >= 5
   assert final_sweep.FIRST_SEED >= claims.registry.TUNING["seeds"]   # fresh seeds
+  # Every row's first block, then every second block, ...: a sweep stopped early
+  # leaves each row with as many seeds as it can.
+  first_seeds = [r.overrides["run.seed"] for r in final]
+  assert first_seeds == sorted(first_seeds)
+  assert len(final) == 2 + 2 * rule["seeds_primary"] // 5 and first_seeds[:4] == [100] * 4
   # block=0 trains each row as one run of all its seeds.
   whole = sweep.load_sweep(f"configs/sweeps/final.py:domains=multiplication,"
                            f"chosen={chosen_path},block=0")
