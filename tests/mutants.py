@@ -443,6 +443,21 @@ MUTANTS = (
            ("tests/experiments/test_tuning.py::"
             "test_choose_takes_the_best_validation_pass_at_1",),
            "a tie between settings goes to the larger learning rate, not the declared rule"),
+    Mutant("edge_choices_never_extended", "experiments/comparison.py",
+           "    if not edges:\n      break\n",
+           "    if True:\n      break\n",
+           ("tests/experiments/test_comparison.py::"
+            "test_a_domain_extends_its_tuning_while_a_choice_is_at_an_edge_then_trains_the_choices",),
+           "the comparison trains a choice at its grid's edge without extending the grid, "
+           "against the registered tuning rule"),
+    Mutant("final_blocks_row_by_row", "configs/sweeps/final.py",
+           "  return [run for blocks in itertools.zip_longest(*rows) for run in blocks "
+           "if run is not None]",
+           "  return [run for blocks in rows for run in blocks]",
+           ("tests/experiments/test_tuning.py::"
+            "test_tuning_files_feed_the_final_and_lambda_sweeps",),
+           "the final sweep trains one row's seed blocks after another, so that a sweep "
+           "stopped early leaves the last rows with none"),
     Mutant("provisional_choices_trained", "experiments/tuning.py",
            "    waiting = [run[\"name\"] for run in pending if planned_domain(run) in (domain, None)]\n",
            "    waiting = []\n",
