@@ -40,7 +40,7 @@ import sys
 import threading
 from typing import Callable, List, NamedTuple, Optional, Sequence
 
-from absl import app, flags
+from absl import app, flags, logging
 
 from configs import choices
 from configs.sweeps import headline
@@ -175,7 +175,7 @@ class Runner:
     log = None
     if self.to_files:
       log = open(os.path.join(self.root, f"{s.name}.log"), "a")
-    print(f"{s.name}: {' '.join(self.command(s)[1:])}"
+    print(f"{s.name}: python {' '.join(self.command(s)[1:])}"
           + (f" (output: {log.name})" if log else ""), flush=True)
     try:
       # A session of its own: Ctrl-C reaches only this process, which stops each
@@ -218,6 +218,7 @@ def choose_into(root: str, domain: str) -> Callable[[Sequence[str], int], str]:
 
 
 def main(argv):
+  logging.set_verbosity(logging.WARNING)
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
   for name, instead in REFUSED.items():
