@@ -106,7 +106,7 @@ def at_edge(chosen: str, domain: str) -> List[str]:
 
 
 def run_domain(domain: str, size: str, run: Callable[[Sweep], None],
-               choose: Callable[[Sequence[str], str], str], max_extend: int) -> List[Sweep]:
+               choose: Callable[[Sequence[str], int], str], max_extend: int) -> List[Sweep]:
   """Runs a domain's sweeps in order; returns them.
 
   Args:
@@ -180,7 +180,7 @@ class Runner:
     try:
       # A session of its own: Ctrl-C reaches only this process, which stops each
       # sweep once (`stop`), so that each logs its runs' time.
-      process = subprocess.Popen(self.command(s), cwd=sweep.ROOT, stdout=log,
+      process = subprocess.Popen(self.command(s), stdout=log,   # ROOT and KEEP as given
                                  stderr=subprocess.STDOUT if log else None,
                                  start_new_session=True)
       with self._lock:
