@@ -18,7 +18,9 @@ ROOT/<name>, each finished run's records kept in KEEP/<name> (`--keep_dir`):
 
 After each tuning round, `experiments.tuning` writes the choices to
 ROOT/choices-D/round-K/ (tuning.md, chosen.json); the last round's are the ones
-the later sweeps train. A sweep whose runs are all finished, here or in KEEP, is
+the later sweeps train. At --size=smoke, which tries the flow on choices that are
+noise, none is extended: the later sweeps train them as they stand, the final
+sweep a run per row. A sweep whose runs are all finished, here or in KEEP, is
 not started again, so the same command, on this machine or on a fresh one with
 the same KEEP (a repository's results/partial), goes on where it stopped. Ctrl-C
 or `kill PID` stops the sweeps under way, which log the time their runs had.
@@ -94,7 +96,15 @@ def extension(domain: str, size: str, round_: int, chosen: str) -> Sweep:
 
 
 def later(domain: str, size: str, chosen: str) -> List[Sweep]:
-  return [Sweep(f"{name}-{domain}", spec(name, domain, size, chosen=chosen)) for name in LATER]
+  """The sweeps that train the choices in `chosen`; at size=smoke as they stand
+  (provisional=true: a choice at its grid's edge too), the final one a run per row."""
+  sweeps = []
+  for name in LATER:
+    args = {"chosen": chosen}
+    if size == "smoke":
+      args.update(provisional="true", **({"block": 0} if name == "final" else {}))
+    sweeps.append(Sweep(f"{name}-{domain}", spec(name, domain, size, **args)))
+  return sweeps
 
 
 def at_edge(chosen: str, domain: str) -> List[str]:
@@ -120,19 +130,19 @@ def run_domain(domain: str, size: str, run: Callable[[Sweep], None],
   """
   done = [tuning(domain, size)]
   run(done[0])
-  for round_ in range(max_extend + 1):
-    chosen = choose([s.name for s in done], round_)
-    edges = at_edge(chosen, domain)
-    if not edges:
-      break
+  round_, chosen = 0, choose([done[0].name], 0)
+  # A smoke comparison tries the flow; its choices are noise, and none is extended.
+  while size != "smoke" and (edges := at_edge(chosen, domain)):
     if round_ == max_extend:
       raise RuntimeError(
           f"{domain}: after {max_extend} extension round(s) the choices of {', '.join(edges)} "
           f"still sit at their grid's edge ({os.path.dirname(chosen)}/tuning.md). The "
           f"registered rule extends until every choice is inside its grid: pass a larger "
           f"--max_extend to go on.")
-    done.append(extension(domain, size, round_ + 1, chosen))
+    round_ += 1
+    done.append(extension(domain, size, round_, chosen))
     run(done[-1])
+    chosen = choose([s.name for s in done], round_)
   for s in later(domain, size, chosen):
     run(s)
     done.append(s)

@@ -444,8 +444,8 @@ MUTANTS = (
             "test_choose_takes_the_best_validation_pass_at_1",),
            "a tie between settings goes to the larger learning rate, not the declared rule"),
     Mutant("edge_choices_never_extended", "experiments/comparison.py",
-           "    if not edges:\n      break\n",
-           "    if True:\n      break\n",
+           "  while size != \"smoke\" and (edges := at_edge(chosen, domain)):",
+           "  while size != \"smoke\" and (edges := []):",
            ("tests/experiments/test_comparison.py::"
             "test_a_domain_extends_its_tuning_while_a_choice_is_at_an_edge_then_trains_the_choices",),
            "the comparison trains a choice at its grid's edge without extending the grid, "

@@ -65,6 +65,23 @@ def test_choices_still_at_an_edge_after_the_last_round_stop_the_domain_naming_th
   assert [s.name for s in ran] == [f"tuning-{DOMAIN}", f"tuning-{DOMAIN}-extend1"]
 
 
+def test_a_smoke_comparison_trains_its_choices_as_they_stand(tmp_path):
+  """At size=smoke (the flow, on noise) an edge choice is not extended; the later
+  sweeps take the choices as they stand, the final one a run per row."""
+  ran, calls = [], []
+  choose = _chooser(tmp_path, [{"grpo": "lowest"}], calls)
+  comparison.run_domain(DOMAIN, "smoke", ran.append, choose, max_extend=3)
+  chosen = tmp_path / "round-0" / "chosen.json"
+  assert calls == [[f"tuning-{DOMAIN}"]]
+  assert [s.spec for s in ran] == [
+      f"configs/sweeps/tuning.py:domains={DOMAIN},size=smoke",
+      f"configs/sweeps/final.py:domains={DOMAIN},chosen={chosen},provisional=true,block=0,"
+      "size=smoke",
+      f"configs/sweeps/shaping_lambda.py:domains={DOMAIN},chosen={chosen},provisional=true,"
+      "size=smoke",
+      f"configs/sweeps/recipe.py:domains={DOMAIN},chosen={chosen},provisional=true,size=smoke"]
+
+
 def test_each_sweep_spec_is_a_sweep_of_its_size():
   """The specs load as the sweeps they name, at the size given (the committed
   choices stand in for a tuning's)."""
@@ -72,9 +89,10 @@ def test_each_sweep_spec_is_a_sweep_of_its_size():
   tuned = sweep.load_sweep(comparison.tuning(DOMAIN, "smoke").spec)
   assert len(tuned) == len(tuning.ALGORITHMS) * len(tuning.TUNING["learning_rates"])
   assert all(run.config_string == f"domain={DOMAIN},size=smoke" for run in tuned)
-  for s in comparison.later(DOMAIN, "smoke", chosen):
-    assert s.spec.endswith(",size=smoke")
-    assert [run.config_string for run in sweep.load_sweep(s.spec)] != []
+  smoke = [sweep.load_sweep(s.spec) for s in comparison.later(DOMAIN, "smoke", chosen)]
+  assert all(runs and {run.config_string for run in runs} == {f"domain={DOMAIN},size=smoke"}
+             for runs in smoke)
+  assert len(smoke[0]) == len(json.load(open(chosen))[DOMAIN])   # the final: a run per row
   final = sweep.load_sweep(comparison.later(DOMAIN, "default", chosen)[0].spec)
   assert {run.overrides["train.num_steps"] for run in final} == {300}
 
