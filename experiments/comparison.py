@@ -185,12 +185,13 @@ class Runner:
     log = None
     if self.to_files:
       log = open(os.path.join(self.root, f"{s.name}.log"), "a")
-    print(f"{s.name}: python {' '.join(self.command(s)[1:])}"
+    command = self.command(s)
+    print(f"{s.name}: python {' '.join(command[1:])}"
           + (f" (output: {log.name})" if log else ""), flush=True)
     try:
       # A session of its own: Ctrl-C reaches only this process, which stops each
       # sweep once (`stop`), so that each logs its runs' time.
-      process = subprocess.Popen(self.command(s), stdout=log,   # ROOT and KEEP as given
+      process = subprocess.Popen(command, stdout=log,   # ROOT and KEEP as given
                                  stderr=subprocess.STDOUT if log else None,
                                  start_new_session=True)
       with self._lock:
