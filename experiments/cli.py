@@ -7,6 +7,9 @@ config file that does not exist or defines no get_config, a bad config string
 (`:size=huge`), a value that fails validation, an existing run directory, a
 missing path, a base checkpoint of another model. `--verbose` prints the
 traceback above that line. Any other exception is a bug and keeps its traceback.
+Ctrl-C (or SIGTERM, where the program makes it one) ends it with one line,
+`interrupted`, and exit status 130 (INTERRUPTED), as a shell does: what was stopped
+and how to go on is the program's to say before that, not a traceback's.
 
 absl parses the flags before `main` runs, and ml_collections' config flags
 (`config_flags.DEFINE_config_file`) load the config file and apply the
@@ -28,6 +31,7 @@ from absl import app, flags
 from ml_collections.config_flags import config_flags
 
 EXIT_STATUS = 2
+INTERRUPTED = 130   # 128 + SIGINT
 # What a mistake on the command line raises (the project's own errors, absl's
 # flag errors); anything else is a bug.
 EXPECTED = (ValueError, FileNotFoundError, FileExistsError, flags.Error, app.UsageError)
@@ -47,6 +51,9 @@ def _call(main, argv):
     return main(argv)
   except EXPECTED as err:
     fail(err, VERBOSE.value)
+  except KeyboardInterrupt:
+    print("interrupted", file=sys.stderr, flush=True)
+    sys.exit(INTERRUPTED)
 
 
 def parse_flags(argv: List[str]) -> List[str]:

@@ -264,7 +264,7 @@ def main(argv):
       print("stopping the sweeps under way; the same command goes on from here", flush=True)
       runner.stop()
       concurrent.futures.wait(futures)
-      sys.exit(130)
+      sys.exit(cli.INTERRUPTED)
   failed = {futures[f]: f.exception() for f in futures if f.exception()}
   for domain, err in failed.items():
     print(f"{domain}: {err}", file=sys.stderr, flush=True)

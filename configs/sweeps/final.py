@@ -23,10 +23,11 @@ pilot (`claims.RULE`; configs/sweeps/pilot.py, docs/experiments.md#the-registere
 
 Config string: domains=all|multiplication|polynomial_roots,
 chosen=results/tuning/chosen.json, provisional=false (true: train the choices of a
-chosen.json written while tuning runs were unfinished), seeds_primary, seeds,
-steps and exercises (the registered ones), block=5 (seeds per run; 0: one run per
-row), size=default (smoke: the whole flow in
-minutes; a chosen set size keeps its n, headline.fit_smoke).
+chosen.json written while tuning runs were unfinished), seeds, steps and
+exercises (the registered ones), seeds_primary=0 (the registered 40; at
+size=smoke `seeds`), block=5 (seeds per run; 0: one run per row), size=default
+(smoke: the whole flow in minutes; a chosen set size keeps its n,
+headline.fit_smoke).
 """
 
 import itertools
@@ -90,13 +91,16 @@ def chosen_runs(chosen, domain: str, shared, size: str, keys=None, primary_seeds
 
 def get_sweep(arg=None):
   args = choices.parse_arg(arg, domains="all", chosen="results/tuning/chosen.json",
-                          provisional=False, seeds_primary=RULE["seeds_primary"],
+                          provisional=False, seeds_primary=0,
                           seeds=RULE["seeds"], steps=RULE["steps"],
                           exercises=RULE["eval_problems"], block=BLOCK, size="default")
+  # A smoke run of 40 seeds is no smoke: its evaluations alone took 16 minutes a row.
+  primary_seeds = args.seeds_primary or (args.seeds if args.size == "smoke"
+                                         else RULE["seeds_primary"])
   shared = final_overrides(args.seeds, args.steps, args.size, args.exercises)
   runs = []
   for domain in headline.domains(args.domains):
     chosen = tuning.read_chosen(args.chosen, domain, provisional=args.provisional)
-    runs += chosen_runs(chosen, domain, shared, args.size, primary_seeds=args.seeds_primary,
+    runs += chosen_runs(chosen, domain, shared, args.size, primary_seeds=primary_seeds,
                         block=args.block)
   return runs

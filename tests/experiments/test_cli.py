@@ -185,6 +185,13 @@ def test_a_bug_keeps_its_traceback_and_a_mistake_does_not(tmp_path):
     assert (mistake.returncode, mistake.stderr) == (2, "error: from main\n")
 
 
+def test_an_interrupt_ends_with_one_line_and_status_130(tmp_path):
+  # Ctrl-C, or `kill` of a sweep (SIGTERM raises KeyboardInterrupt there): the
+  # program has said what it stopped; a traceback would bury it.
+  result = _run(["-c", RAISE.format("KeyboardInterrupt")], tmp_path)
+  assert (result.returncode, result.stderr) == (130, "interrupted\n")
+
+
 def _config():
   config = ml_collections.ConfigDict()
   config.train = ml_collections.ConfigDict({"learning_rate": 1e-3, "lam": 0.0})

@@ -438,6 +438,13 @@ def test_tuning_files_feed_the_final_and_lambda_sweeps(tmp_path):
              for r in smoke if "algorithm.set_size" in r.overrides]
     assert sizes and all(N == max(4, 2 * n) for n, N in sizes), sweep_arg
     assert 8 in {n for n, _ in sizes}, sweep_arg   # the smoke preset's N = 4 could not hold it
+  # ... and a primary row trains as few seeds as the others: the flow in minutes.
+  smoke_final = sweep.load_sweep(f"configs/sweeps/final.py:domains=multiplication,"
+                                 f"chosen={chosen_path},size=smoke,block=0")
+  assert [r.overrides["run.num_seeds"] for r in smoke_final] == [rule["seeds"]] * len(chosen)
+  assert sorted(r.overrides["run.num_seeds"] for r in sweep.load_sweep(
+      f"configs/sweeps/final.py:domains=multiplication,chosen={chosen_path},size=smoke,"
+      "block=0,seeds_primary=7")) == [rule["seeds"], rule["seeds"], 7, 7]
   # The λ sweep runs the registered λs but the chosen one, as the final comparison
   # runs reward shaping.
   lam_runs = sweep.load_sweep("configs/sweeps/shaping_lambda.py:domains=multiplication,"
