@@ -36,9 +36,11 @@ def _seed_params(params, seed: int):
 
 
 def evaluate_seeds(params, model_config, env, eval_problems, settings: plan.RunSettings,
-                   step: int, base_params=None) -> Dict[str, Any]:
+                   step: int, base_params=None, progress: bool = False) -> Dict[str, Any]:
   """{split: {"mean": summary averaged over seeds, "seeds": [summary per seed],
   "seconds": {"sampling": ..., "forced": ...}}}: the wall-clock time of each part.
+  With `progress`, a tqdm bar counts the sampling calls and each seed's forced
+  accuracy of every split (a final evaluation takes minutes on a CPU).
 
   Seeds are sampled settings.eval_seed_batch_size at a time (by platform for
   0), problems settings.eval_problems_per_chunk per call: the same samples
@@ -47,13 +49,19 @@ def evaluate_seeds(params, model_config, env, eval_problems, settings: plan.RunS
   with settings.eval_forced_problems > 0, each strategy's forced accuracy
   (`forced_accuracy`, `polyepo.forced`).
   """
+  from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top
+
   out = {}
   num_seeds = settings.num_seeds
   seeds_per_call = (settings.eval_seed_batch_size
                     or parallel.default_seed_batch_size(num_seeds))
   options = dict(num_samples=settings.eval_num_samples, temperature=settings.eval_temperature,
                  problems_per_chunk=settings.eval_problems_per_chunk, base_params=base_params)
+  parts = -(-num_seeds // seeds_per_call) + (num_seeds if settings.eval_forced_problems else 0)
+  bar = tqdm(total=parts * len(eval_problems), desc=f"evaluate step {step}", unit="part",
+             disable=not progress)
   for i, (split, problems) in enumerate(sorted(eval_problems.items())):
+    bar.set_postfix(split=split)
     problems = jax.tree.map(lambda x: x[:settings.eval_num_problems], problems)
     seed_keys = [jax.random.fold_in(jax.random.PRNGKey(settings.seed + 7919 * (i + 1)), s)
                  for s in range(num_seeds)]
@@ -68,6 +76,7 @@ def evaluate_seeds(params, model_config, env, eval_problems, settings: plan.RunS
         samples += evaluate.sample_seeds(
             jax.tree.map(lambda x, a=first, b=stop: x[a:b], params), model_config, env,
             problems, jnp.stack(step_keys[first:stop]), **options)
+      bar.update(1)
     per_seed = [evaluate.summarize(samples[s], env.strategy_names, env.strategy_families)
                 for s in range(num_seeds)]   # on the host: the sampling has finished
     seconds = {"sampling": time.perf_counter() - tic}
@@ -79,9 +88,11 @@ def evaluate_seeds(params, model_config, env, eval_problems, settings: plan.RunS
             jax.random.fold_in(jax.random.fold_in(key, step), 1),
             num_problems=settings.eval_forced_problems,
             num_samples=settings.eval_forced_samples, temperature=settings.eval_temperature)
+        bar.update(1)
     seconds["forced"] = time.perf_counter() - tic
     out[split] = {"mean": evaluate.mean_over_seeds(per_seed), "seeds": per_seed,
                   "seconds": {k: round(v, 3) for k, v in seconds.items()}}
+  bar.close()
   return out
 
 
@@ -172,7 +183,7 @@ def train_and_evaluate(run: plan.RunPlan, progress: bool = True) -> Dict[str, An
 
   Args:
     run: the run's plan, checked when it was made.
-    progress: show a tqdm progress bar.
+    progress: show tqdm progress bars (training, and each evaluation).
 
   Returns:
     The last evaluation ({split: {"mean": ..., "seeds": [...]}}).
@@ -213,7 +224,7 @@ def train_and_evaluate(run: plan.RunPlan, progress: bool = True) -> Dict[str, An
         writers.truncate_jsonl(os.path.join(workdir, f"{name}.jsonl"), -1)
       if settings.eval_at_start:
         last_eval = evaluate_seeds(state.params, model_config, env, eval_problems, settings, 0,
-                                   base_params)
+                                   base_params, progress)
         writer.write("eval", 0, last_eval)
     chunk = config.steps_per_chunk
     bar = tqdm(total=config.num_steps, initial=start, desc=f"train {run.algorithm.name}",
@@ -233,7 +244,7 @@ def train_and_evaluate(run: plan.RunPlan, progress: bool = True) -> Dict[str, An
       final = step == config.num_steps
       if final or (settings.eval_every and step % settings.eval_every == 0):
         last_eval = evaluate_seeds(state.params, model_config, env, eval_problems, settings,
-                                   step, base_params)
+                                   step, base_params, progress)
         writer.write("eval", step, last_eval)
       if final or (settings.checkpoint_every and step % settings.checkpoint_every == 0):
         manager.save(step, args=ocp.args.StandardSave(state))

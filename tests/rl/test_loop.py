@@ -41,20 +41,24 @@ def test_seed_mean_keeps_shared_counts_whole():
   assert evaluate.mean_over_seeds(per_problem) == mean
 
 
-def test_evaluation_shaped_for_an_accelerator_gives_the_cpus_numbers(setup):
+def test_evaluation_shaped_for_an_accelerator_gives_the_cpus_numbers(setup, capsys):
   """Three seeds evaluated two at a time (vmapped) with 2 problems per call, as an
   accelerator's defaults batch them, give every seed's summary, forced accuracy
-  and KL to the base model of one seed and one problem per call (a CPU's)."""
+  and KL to the base model of one seed and one problem per call (a CPU's); its
+  progress bar counts 2 sampling calls and 3 seeds' forced accuracy."""
   env, params, mc, base = setup
   policy = jax.tree.map(
       lambda x: jnp.stack([x, x + 0.05 * jnp.sin(x * 7.0), x - 0.05 * jnp.cos(x * 3.0)]), base)
   problems = {"test": jax.tree.map(np.asarray, env.sample_problems(jax.random.key(9), params, 5))}
-  evaluate_with = lambda **shape: loop.evaluate_seeds(
+  evaluate_with = lambda progress=False, **shape: loop.evaluate_seeds(
       policy, mc, env, problems, plan.RunSettings(
           num_seeds=3, eval_num_problems=5, eval_num_samples=4, eval_forced_problems=1,
-          eval_forced_samples=2, **shape), step=2, base_params=base)
+          eval_forced_samples=2, **shape), step=2, base_params=base, progress=progress)
   one_at_a_time = evaluate_with(eval_seed_batch_size=1, eval_problems_per_chunk=1)
-  batched = evaluate_with(eval_seed_batch_size=2, eval_problems_per_chunk=2)
+  assert "evaluate" not in capsys.readouterr().err
+  batched = evaluate_with(True, eval_seed_batch_size=2, eval_problems_per_chunk=2)
+  bar = capsys.readouterr().err
+  assert "evaluate step 2" in bar and "5/5" in bar and "split=test" in bar, bar
   def flat(tree, path=""):
     """{path: leaf}, through dicts and lists of dicts (the per-seed summaries)."""
     if isinstance(tree, dict):
