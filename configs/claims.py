@@ -201,7 +201,8 @@ RULE = dict(
     min_seeds=2,               # fewer on either side: not judged
     # The comparison's size (configs/sweeps/final.py), registered from the pilot
     # (the module docstring, "The size"):
-    sized="2026-12-07",        # before any tuning or comparison run on the class splits
+    sized="2026-12-07",        # before any tuning or comparison run on the class splits;
+                               # looked at again from the tuning's cost on 2026-12-08: kept
     steps=300,                 # every row of the comparison, the same
     seeds_primary=40,          # fresh seeds per primary row (primary_rows())
     seeds=5,                   # fresh seeds per other row, and per λ of reward shaping
