@@ -94,7 +94,7 @@ def get_sweep(arg=None):
                           provisional=False, seeds_primary=0,
                           seeds=RULE["seeds"], steps=RULE["steps"],
                           exercises=RULE["eval_problems"], block=BLOCK, size="default")
-  # A smoke run of 40 seeds is no smoke: its evaluations alone took 16 minutes a row.
+  # 40 seeds a row would make the smoke flow, meant to take minutes, take hours.
   primary_seeds = args.seeds_primary or (args.seeds if args.size == "smoke"
                                          else RULE["seeds_primary"])
   shared = final_overrides(args.seeds, args.steps, args.size, args.exercises)
